@@ -1,0 +1,1 @@
+"""Built-in combine provider (under construction)."""

@@ -1,0 +1,1 @@
+"""Built-in conceptnet provider (under construction)."""

@@ -1,0 +1,37 @@
+"""Exceptions priorkit raises.  Every message names the culprit and what to do."""
+from __future__ import annotations
+
+
+class PriorkitError(Exception):
+    """Base class of all priorkit errors."""
+
+
+class PluginError(PriorkitError):
+    """A plug-in failed to load, matched no hook spec, or registered badly."""
+
+
+class UnknownProviderError(PriorkitError, KeyError):
+    """``get_provider`` was asked for a name no plug-in registered."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class ProviderOutputError(PriorkitError, ValueError):
+    """A provider returned an array of the wrong shape, dtype or range."""
+
+
+class ResourceError(PriorkitError):
+    """A data file or model could not be found, fetched or parsed."""
+
+
+class DataFormatError(ResourceError, ValueError):
+    """A data file is malformed; the message names the file and line."""
+
+
+class CacheError(PriorkitError):
+    """The DuckDB cache is missing, locked, foreign, or does not match."""
+
+
+class TokenizerError(PriorkitError, TypeError):
+    """The tokenizer cannot be aligned (e.g. a slow, non-fast tokenizer)."""

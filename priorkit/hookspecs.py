@@ -1,0 +1,42 @@
+"""The hooks a priorkit plug-in can implement.
+
+A plug-in is any module (or object) with functions marked ``@priorkit.hookimpl``
+whose names match a spec below.  Plug-ins are found through the ``priorkit``
+entry-point group, or as ``.py`` files in a plug-in folder (``--plugins-dir`` or
+``$PRIORKIT_PLUGINS_DIR``).  A marked function whose name matches no spec is an
+error, so a typo fails loudly instead of being ignored.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("priorkit")
+hookimpl = pluggy.HookimplMarker("priorkit")
+
+
+@hookspec
+def register_prior_providers(register: Callable[..., None]) -> None:
+    """Add prior providers.
+
+    :param register: call ``register(name, factory, description="")`` once per
+        provider.  ``name`` is what users pass to ``priorkit.get_provider``;
+        ``factory(**params)`` must return a :class:`priorkit.PriorProvider`
+        (usually ``factory`` is the provider class itself).  Construction must
+        be cheap: load heavy resources lazily in ``PriorProvider.load``.
+
+    Called once per plug-in when the plug-in manager starts; the return value
+    is ignored.  Two plug-ins registering the same name is an error.
+    """
+
+
+@hookspec
+def register_commands(cli) -> None:
+    """Add sub-commands to the ``priorkit`` command line.
+
+    :param cli: the root :class:`click.Group`; call ``cli.add_command(cmd)`` or
+        decorate functions with ``@cli.command()``.
+
+    Called once when the command line starts; the return value is ignored.
+    """

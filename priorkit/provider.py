@@ -1,0 +1,191 @@
+"""The provider interface: what every knowledge source implements.
+
+A provider maps two lists of words (or phrases) to a matrix of similarities in
+[0, 1], with NaN meaning "no knowledge".  Subclasses implement ``compute``;
+the final ``similarity`` method de-duplicates the inputs, loads heavy
+resources on first use, calls ``compute`` and validates what came back, so a
+faulty plug-in is caught at its boundary with its name in the error.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from .errors import ProviderOutputError
+
+
+class PriorProvider:
+    """Base class of knowledge sources.
+
+    Class attributes subclasses set:
+
+    - ``name``: the registry name (``"wordnet"``)
+    - ``version``: bump it whenever values change for the same parameters; it is
+      part of the cache key
+    - ``allows_nan``: whether NaN ("no knowledge") may appear in the output
+    """
+
+    name: ClassVar[str] = "provider"
+    version: ClassVar[str] = "1"
+    allows_nan: ClassVar[bool] = True
+
+    #: set by the plug-in manager: the plug-in that registered this provider
+    plugin: str | None = None
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, Any] = dict(params)
+        self._loaded = False
+        self._load_lock = threading.Lock()
+        self._fingerprint: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "similarity" in cls.__dict__:
+            raise TypeError(
+                f"{cls.__qualname__} overrides PriorProvider.similarity; implement "
+                "compute(left, right) instead so that inputs are validated"
+            )
+
+    # ---- to implement -------------------------------------------------
+    def load(self) -> None:
+        """Load heavy resources (files, models).  Called once, on first use."""
+
+    def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Return a (len(left), len(right)) float array.  Inputs are unique."""
+        raise NotImplementedError
+
+    def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
+        """Group consecutive words into phrases this source knows as one unit.
+
+        Returns half-open spans ``[(start, end), ...]`` that cover ``words`` in
+        order.  The default is one span per word; an ontology overrides it to
+        mark multi-word concept mentions ("myocardial infarction").  The
+        aligner compares spans (joined with a space) instead of single words,
+        and tokens inside one span get similarity 1 with each other.
+        """
+        return [(i, i + 1) for i in range(len(words))]
+
+    def data_checksum(self) -> str:
+        """A checksum of the data files the values depend on ('' if none)."""
+        return ""
+
+    # ---- provided -----------------------------------------------------
+    def ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        with self._load_lock:
+            if not self._loaded:
+                self.load()
+                self._loaded = True
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable key of (name, version, params, data checksum): the cache key."""
+        if self._fingerprint is None:
+            payload = {
+                "name": self.name,
+                "version": self.version,
+                "params": _canonical(self.params),
+                "data": self.data_checksum(),
+            }
+            blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+            self._fingerprint = self.name + "-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return self._fingerprint
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "params": _canonical(self.params),
+            "fingerprint": self.fingerprint,
+            "plugin": self.plugin,
+        }
+
+    def similarity(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """(len(left), len(right)) float32 matrix in [0, 1]; NaN = no knowledge."""
+        left = _as_words(left, "left", self)
+        right = _as_words(right, "right", self)
+        if not left or not right:
+            return np.zeros((len(left), len(right)), dtype=np.float32)
+        self.ensure_loaded()
+        uleft, inv_l = _unique(left)
+        uright, inv_r = _unique(right)
+        out = self.compute(uleft, uright)
+        out = validate_output(out, (len(uleft), len(uright)), self)
+        return out[np.ix_(inv_l, inv_r)]
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"<{type(self).__name__} {self.name}({params})>"
+
+
+def validate_output(out: Any, shape: tuple[int, int], provider: PriorProvider) -> np.ndarray:
+    """Check a provider's raw output; return it as float32.  Raises with the culprit named."""
+    who = f"provider {provider.name!r}" + (f" (plug-in {provider.plugin!r})" if provider.plugin else "")
+    if not isinstance(out, np.ndarray):
+        raise ProviderOutputError(
+            f"{who} returned {type(out).__name__}, expected a numpy.ndarray of shape {shape}; "
+            "fix its compute() method"
+        )
+    if out.shape != shape:
+        raise ProviderOutputError(
+            f"{who} returned shape {out.shape} for {shape[0]} x {shape[1]} words; "
+            "compute(left, right) must return (len(left), len(right))"
+        )
+    if not np.issubdtype(out.dtype, np.floating):
+        raise ProviderOutputError(f"{who} returned dtype {out.dtype}; expected a float array in [0, 1]")
+    out = out.astype(np.float32, copy=False)
+    nan = np.isnan(out)
+    if nan.any() and not provider.allows_nan:
+        raise ProviderOutputError(
+            f"{who} returned {int(nan.sum())} NaN value(s) but declares allows_nan = False; "
+            "return a number for every pair or set allows_nan = True"
+        )
+    finite = out[~nan]
+    if finite.size and (not np.isfinite(finite).all() or finite.min() < 0.0 or finite.max() > 1.0):
+        bad = finite[~np.isfinite(finite) | (finite < 0) | (finite > 1)]
+        raise ProviderOutputError(
+            f"{who} returned values outside [0, 1] (e.g. {bad[:3].tolist()}); "
+            "scale its output into [0, 1] (NaN means 'no knowledge')"
+        )
+    return out
+
+
+def _as_words(words: Sequence[str], side: str, provider: PriorProvider) -> list[str]:
+    if isinstance(words, str):
+        raise TypeError(
+            f"{provider.name}.similarity({side}=...) got a str; pass a list of words, e.g. [{words!r}]"
+        )
+    out = list(words)
+    for w in out:
+        if not isinstance(w, str):
+            raise TypeError(f"{provider.name}.similarity: {side} holds {type(w).__name__} {w!r}, not str")
+    return out
+
+
+def _unique(words: list[str]) -> tuple[list[str], np.ndarray]:
+    index: dict[str, int] = {}
+    inverse = np.empty(len(words), dtype=np.int64)
+    for i, w in enumerate(words):
+        inverse[i] = index.setdefault(w, len(index))
+    return list(index), inverse
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-able, order-stable form of parameters (providers nest as fingerprints)."""
+    if isinstance(value, PriorProvider):
+        return {"provider": value.fingerprint}
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
