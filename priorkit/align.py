@@ -1,0 +1,433 @@
+"""Token-aligned prior matrices: from words to the tokens a model actually sees.
+
+``PriorBuilder`` turns a sentence (or a pair) into an (L, L) matrix whose rows
+and columns follow ``tokenizer(text_a, text_b)["input_ids"]`` exactly:
+
+1. the raw text is cut into *words* (whitespace chunks; or the given words when
+   the input is pre-split, as for NER);
+2. each token is assigned to the word that contains its first character
+   (fast-tokenizer offsets), special tokens get their own pseudo-words;
+3. the provider may group words into phrases (``PriorProvider.segment``, e.g.
+   "myocardial infarction"); phrase keys are compared with
+   ``provider.similarity`` -- one call per sentence (pair), so a cache or a
+   vectorised provider sees whole blocks;
+4. word values are scattered to tokens with one fancy-indexing step: every
+   word piece copies its word's row and column.
+
+Layouts:
+
+- ``paper``: Xia et al. (2021).  P starts as ones; only the cross-sentence
+  blocks (side A incl. [CLS] and the first [SEP] against side B incl. the last
+  [SEP], and the transpose) hold word similarities.  Pairs only.
+- ``full``: every token pair, for single sentences and pairs; tokens inside
+  one word or phrase get 1 with each other; special tokens get ``neutral``.
+
+Unknown values (NaN from the provider) become ``neutral`` (default 1.0, the
+multiplicative no-op).
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import json
+import re
+import string
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+
+from .errors import PriorkitError, TokenizerError
+from .provider import PriorProvider
+from .words import PAPER_STOP_WORDS, paper_key
+
+LAYOUTS = ("paper", "full")
+_CHUNK = re.compile(r"\S+")
+
+
+def strip_key(chunk: str) -> str:
+    """Lower-case and strip surrounding punctuation (keeps inner hyphens)."""
+    return chunk.lower().strip(string.punctuation)
+
+
+KEY_FUNCTIONS = {"paper": paper_key, "strip": strip_key}
+
+
+@dataclasses.dataclass
+class Alignment:
+    """How the tokens of one encoded example map to words.
+
+    ``token_word[t]`` is an index into ``keys`` (or -1 for tokens that carry no
+    word, e.g. padding); ``token_side[t]`` is 0 for side A, 1 for side B;
+    ``token_span[t]`` identifies the phrase (span) a token belongs to, -1 for
+    special tokens.
+    """
+
+    keys: list[str]
+    token_word: np.ndarray  # (L,) int
+    token_side: np.ndarray  # (L,) int
+    token_span: np.ndarray  # (L,) int
+    special: np.ndarray  # (L,) bool
+    span_keys: list[str]  # phrase key of each span id
+
+
+def load_tokenizer(tokenizer: Any):
+    """A tokenizer object, a local path or a Hub id -> a fast tokenizer."""
+    if isinstance(tokenizer, (str, bytes)) or hasattr(tokenizer, "__fspath__"):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+    if not getattr(tokenizer, "is_fast", False):
+        raise TokenizerError(
+            f"{type(tokenizer).__name__} is a slow (Python) tokenizer; priorkit aligns priors "
+            "with the character offsets only fast tokenizers give. Load it with "
+            "AutoTokenizer.from_pretrained(name_or_path) (fast is the default) or convert it "
+            "with transformers' convert_slow_tokenizer."
+        )
+    return tokenizer
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials)."""
+    try:
+        blob = tokenizer.backend_tokenizer.to_str()
+    except Exception:  # noqa: BLE001 - fall back to the vocabulary
+        blob = json.dumps(sorted(tokenizer.get_vocab().items()))
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    short = str(name).rstrip("/").split("/")[-1]
+    return f"{short}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+class PriorBuilder:
+    """Build token-aligned prior matrices for one tokenizer and one provider.
+
+    :param tokenizer: a fast tokenizer, a local path or a Hub id.
+    :param provider: a :class:`PriorProvider` or a registered provider name.
+    :param layout: ``"paper"`` (sentence pairs, cross blocks only) or ``"full"``.
+    :param cache: a :class:`priorkit.cache.PriorCache` or a path to one; word
+        pairs are then read from it (and written when it is writable).
+    :param neutral: value for unknown pairs and (``full``) special tokens.
+    :param stop_words: keys whose similarity is forced to ``stop_value``
+        (the paper's list in the preset); empty keys count as stop words then.
+    :param keys: how a word becomes a key: ``"paper"`` (lower-case, remove all
+        punctuation) or ``"strip"`` (lower-case, strip surrounding punctuation).
+    :param tokenizer_kwargs: passed to every tokenizer call (``truncation``,
+        ``max_length`` ...), so the prior matches the model input made with them.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        provider: PriorProvider | str,
+        layout: str = "full",
+        cache: Any = None,
+        neutral: float = 1.0,
+        stop_words: Iterable[str] | None = None,
+        stop_value: float = 0.0,
+        keys: str = "strip",
+        **tokenizer_kwargs: Any,
+    ) -> None:
+        if layout not in LAYOUTS:
+            raise PriorkitError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+        if keys not in KEY_FUNCTIONS:
+            raise PriorkitError(f"unknown key normalisation {keys!r}; choose one of {', '.join(KEY_FUNCTIONS)}")
+        if not 0.0 <= float(neutral) <= 1.0 and layout == "paper":
+            raise PriorkitError(f"neutral must lie in [0, 1], got {neutral}")
+        self.tokenizer = load_tokenizer(tokenizer)
+        if isinstance(provider, str):
+            from .plugins import get_provider
+
+            provider = get_provider(provider)
+        if not isinstance(provider, PriorProvider):
+            raise TypeError(f"provider must be a PriorProvider or a provider name, not {type(provider).__name__}")
+        self.base_provider = provider
+        self.cache = None
+        if cache is not None:
+            from .cache import CachedProvider, PriorCache
+
+            self.cache = cache if isinstance(cache, PriorCache) else PriorCache(cache, read_only=True)
+            provider = CachedProvider(provider, self.cache)
+        self.provider = provider
+        self.layout = layout
+        self.neutral = float(neutral)
+        self.stop_words = frozenset(stop_words) if stop_words is not None else None
+        self.stop_value = float(stop_value)
+        self.key_name = keys
+        self.key = KEY_FUNCTIONS[keys]
+        self.tokenizer_kwargs = dict(tokenizer_kwargs)
+
+    # ---- presets -------------------------------------------------------
+    @classmethod
+    def paper(cls, tokenizer: Any, provider: PriorProvider | None = None, cache: Any = None,
+              **tokenizer_kwargs: Any) -> "PriorBuilder":
+        """Xia et al. (2021), defined exactly (docs/alignment.md):
+
+        the model input is ``tokenizer(text_a, text_b)`` on the raw text; a word
+        is a whitespace chunk; a token belongs to the chunk holding its first
+        character; the key is the chunk lower-cased without
+        ``string.punctuation``.  [CLS] and the first [SEP] are side A with keys
+        ``cls`` and ``sep``; the last [SEP] is side B with key ``sep``.  An
+        empty key is a stop word.  P starts as ones; for every token i of side
+        A and j of side B, ``P[i, j] = P[j, i] = xia2021(key_i, key_j)``.
+        """
+        if provider is None:
+            from .plugins import get_provider
+
+            provider = get_provider("wordnet", measure="xia2021")
+        return cls(tokenizer, provider, layout="paper", cache=cache, neutral=1.0,
+                   stop_words=PAPER_STOP_WORDS, stop_value=0.0, keys="paper", **tokenizer_kwargs)
+
+    # ---- describing ---------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {
+            "layout": self.layout,
+            "neutral": self.neutral,
+            "keys": self.key_name,
+            "stop_words": sorted(self.stop_words) if self.stop_words is not None else None,
+            "stop_value": self.stop_value,
+            "provider": self.base_provider.describe(),
+            "tokenizer": tokenizer_fingerprint(self.tokenizer),
+            "tokenizer_kwargs": self.tokenizer_kwargs,
+        }
+
+    # ---- words --------------------------------------------------------
+    def _side_keys(self, text: str | Sequence[str]) -> list[str]:
+        chunks = text.split() if isinstance(text, str) else list(text)
+        return [self.key(c) for c in chunks]
+
+    def _spans(self, keys: list[str]) -> list[tuple[int, int]]:
+        if self.layout == "paper":
+            return [(i, i + 1) for i in range(len(keys))]
+        spans = self.provider.segment(keys)
+        _check_spans(spans, len(keys), self.base_provider)
+        return spans
+
+    def word_pairs(self, text_a: str | Sequence[str], text_b: str | Sequence[str] | None = None
+                   ) -> list[tuple[str, str]]:
+        """The (left, right) keys ``build`` asks the provider for (before truncation).
+
+        Used by ``priorkit precompute`` to fill a cache in bulk.
+        """
+        left, right = self._query_keys(text_a, text_b)
+        return [(a, b) for a in left for b in right]
+
+    def _query_keys(self, text_a, text_b) -> tuple[list[str], list[str]]:
+        keys_a = self._side_keys(text_a)
+        if self.layout == "paper":
+            if text_b is None:
+                raise PriorkitError("the 'paper' layout needs a sentence pair; use layout='full' for single sentences")
+            keys_b = self._side_keys(text_b)
+            left = _dedupe(["cls", *keys_a, "sep"])
+            right = _dedupe([*keys_b, "sep"])
+        else:
+            phrases = _phrase_keys(keys_a, self._spans(keys_a))
+            if text_b is not None:
+                keys_b = self._side_keys(text_b)
+                phrases += _phrase_keys(keys_b, self._spans(keys_b))
+            left = right = _dedupe(phrases)
+        if self.stop_words is not None:
+            left = [k for k in left if k and k not in self.stop_words]
+            right = [k for k in right if k and k not in self.stop_words]
+        return left, right
+
+    # ---- alignment ----------------------------------------------------
+    def encode(self, text_a, text_b=None, **kwargs: Any):
+        """Tokenise exactly as ``build`` does (so shapes always agree)."""
+        split = not isinstance(text_a, str)
+        if text_b is not None and isinstance(text_b, str) == split:
+            raise PriorkitError("text_a and text_b must both be strings or both be word lists")
+        opts = {**self.tokenizer_kwargs, **kwargs}
+        return self.tokenizer(text_a, text_b, is_split_into_words=split,
+                              return_offsets_mapping=not split, **opts)
+
+    def align(self, encoding, text_a, text_b=None, index: int = 0) -> Alignment:
+        """Assign every token of ``encoding[index]`` to a word (see module doc)."""
+        enc = encoding.encodings[index] if hasattr(encoding, "encodings") and encoding.encodings else None
+        if enc is None:
+            raise TokenizerError("the encoding carries no alignment data; use a fast tokenizer")
+        split = not isinstance(text_a, str)
+        sides = [text_a] if text_b is None else [text_a, text_b]
+        side_keys = [self._side_keys(t) for t in sides]
+        # global word index = offset of the side + index in the side
+        keys: list[str] = [k for ks in side_keys for k in ks]
+        side_offset = [0, len(side_keys[0])]
+        spans_per_side = [self._spans(ks) for ks in side_keys]
+        word_span = np.empty(len(keys), dtype=np.int64)
+        span_keys: list[str] = []
+        for s, spans in enumerate(spans_per_side):
+            for start, end in spans:
+                word_span[side_offset[s] + start: side_offset[s] + end] = len(span_keys)
+                span_keys.append(" ".join(k for k in side_keys[s][start:end] if k))
+        chunk_bounds = None if split else [_chunk_bounds(t) for t in sides]
+
+        L = len(enc.ids)
+        seq_ids = enc.sequence_ids
+        token_word = np.full(L, -1, dtype=np.int64)
+        token_side = np.zeros(L, dtype=np.int64)
+        special = np.zeros(L, dtype=bool)
+        extra_keys: dict[str, int] = {}
+        seen_b = False
+        for t in range(L):
+            sid = seq_ids[t]
+            if sid is None:
+                special[t] = True
+                if enc.attention_mask[t] == 0:
+                    continue  # padding
+                # Specials before side B belong to A ([CLS] and the first [SEP]);
+                # after B started, to B (the last [SEP]).
+                side = 1 if seen_b else 0
+                key = "cls" if t == 0 or (side == 0 and not any(token_word[:t] >= 0)) else "sep"
+                token_side[t] = side
+                name = f"{side}:{key}"
+                if name not in extra_keys:
+                    extra_keys[name] = len(keys) + len(extra_keys)
+                token_word[t] = extra_keys[name]
+                continue
+            if sid == 1:
+                seen_b = True
+            token_side[t] = sid
+            if split:
+                w = enc.word_ids[t]
+            else:
+                start, end = enc.offsets[t]
+                w = _word_at(chunk_bounds[sid], sides[sid], start, end)
+            if w is None:
+                continue
+            token_word[t] = side_offset[sid] + w
+        all_keys = keys + [name.split(":", 1)[1] for name in extra_keys]
+        token_span = np.full(L, -1, dtype=np.int64)
+        is_word = (token_word >= 0) & ~special
+        token_span[is_word] = word_span[token_word[is_word]]
+        return Alignment(all_keys, token_word, token_side, token_span, special, span_keys)
+
+    # ---- building -----------------------------------------------------
+    def build(self, text_a: str | Sequence[str], text_b: str | Sequence[str] | None = None) -> torch.Tensor:
+        """(L, L) float32 prior for one example, L = len(tokenizer(text_a, text_b)["input_ids"])."""
+        encoding = self.encode(text_a, text_b)
+        return torch.from_numpy(self._matrix(self.align(encoding, text_a, text_b), text_b is not None))
+
+    def build_batch(self, texts_a: Sequence, texts_b: Sequence | None = None, *,
+                    pad_value: float = 0.0, return_tensors: str = "pt", **kwargs: Any):
+        """Tokenise a batch (padded) and add ``prior`` of shape (B, L, L).
+
+        Padded positions get ``pad_value`` (0, as the paper); they are masked
+        out by the attention mask anyway.
+        """
+        if texts_b is not None and len(texts_b) != len(texts_a):
+            raise PriorkitError(f"texts_a has {len(texts_a)} items but texts_b has {len(texts_b)}")
+        if len(texts_a) == 0:
+            raise PriorkitError("build_batch got an empty batch")
+        split = not isinstance(texts_a[0], str)
+        opts = {"padding": True, **self.tokenizer_kwargs, **kwargs}
+        encoding = self.tokenizer(list(texts_a), None if texts_b is None else list(texts_b),
+                                  is_split_into_words=split, return_offsets_mapping=not split,
+                                  return_tensors=return_tensors, **opts)
+        B, L = encoding["input_ids"].shape
+        prior = torch.full((B, L, L), float(pad_value), dtype=torch.float32)
+        for b in range(B):
+            tb = None if texts_b is None else texts_b[b]
+            al = self.align(encoding, texts_a[b], tb, index=b)
+            m = self._matrix(al, tb is not None)
+            valid = np.asarray(encoding.encodings[b].attention_mask, dtype=bool)
+            idx = torch.from_numpy(np.flatnonzero(valid))
+            prior[b, idx[:, None], idx[None, :]] = torch.from_numpy(m[np.ix_(valid, valid)])
+        encoding.pop("offset_mapping", None)
+        encoding["prior"] = prior
+        return encoding
+
+    def _matrix(self, al: Alignment, pair: bool) -> np.ndarray:
+        L = len(al.token_word)
+        P = np.ones((L, L), dtype=np.float32)
+        tw = al.token_word
+        if self.layout == "paper":
+            if not pair:
+                raise PriorkitError("the 'paper' layout needs a sentence pair; use layout='full' for single sentences")
+            a_tok = np.flatnonzero((tw >= 0) & (al.token_side == 0))
+            b_tok = np.flatnonzero((tw >= 0) & (al.token_side == 1))
+            left = _dedupe([al.keys[w] for w in tw[a_tok]])
+            right = _dedupe([al.keys[w] for w in tw[b_tok]])
+            W = self._word_matrix(left, right)  # (|left|, |right|)
+            li = {k: i for i, k in enumerate(left)}
+            ri = {k: i for i, k in enumerate(right)}
+            rows = np.array([li[al.keys[w]] for w in tw[a_tok]], dtype=np.int64)
+            cols = np.array([ri[al.keys[w]] for w in tw[b_tok]], dtype=np.int64)
+            block = W[np.ix_(rows, cols)]
+            P[np.ix_(a_tok, b_tok)] = block
+            P[np.ix_(b_tok, a_tok)] = block.T
+            return P
+        # full layout: phrase keys for word tokens, neutral for specials
+        word_tok = np.flatnonzero(al.token_span >= 0)
+        spans = al.token_span[word_tok]  # (T,)
+        phrases = _dedupe(al.span_keys[s] for s in spans)
+        W = self._word_matrix(phrases, phrases)  # (|phrases|, |phrases|)
+        pi = {k: i for i, k in enumerate(phrases)}
+        idx = np.array([pi[al.span_keys[s]] for s in spans], dtype=np.int64)
+        sub = W[np.ix_(idx, idx)]  # (T, T)
+        sub[spans[:, None] == spans[None, :]] = 1.0  # pieces of one word / phrase
+        P[:] = self.neutral
+        P[np.ix_(word_tok, word_tok)] = sub
+        return P
+
+    def _word_matrix(self, left: list[str], right: list[str]) -> np.ndarray:
+        """Provider values for keys, with stop words and unknowns handled."""
+        W = np.full((len(left), len(right)), self.neutral, dtype=np.float32)
+        if not left or not right:
+            return W
+        if self.stop_words is not None:
+            lq = [i for i, k in enumerate(left) if k and k not in self.stop_words]
+            rq = [j for j, k in enumerate(right) if k and k not in self.stop_words]
+            W[:] = self.stop_value
+        else:
+            lq = [i for i, k in enumerate(left) if k]
+            rq = [j for j, k in enumerate(right) if k]
+        if lq and rq:
+            vals = self.provider.similarity([left[i] for i in lq], [right[j] for j in rq])
+            vals = np.where(np.isnan(vals), np.float32(self.neutral), vals)
+            W[np.ix_(lq, rq)] = vals
+        return W
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _phrase_keys(keys: list[str], spans: list[tuple[int, int]]) -> list[str]:
+    return [" ".join(k for k in keys[s:e] if k) for s, e in spans]
+
+
+def _check_spans(spans, n: int, provider: PriorProvider) -> None:
+    pos = 0
+    for s, e in spans:
+        if s != pos or e <= s:
+            break
+        pos = e
+    else:
+        if pos == n:
+            return
+    raise PriorkitError(
+        f"provider {provider.name!r} (plug-in {provider.plugin!r}) returned segments {spans[:5]}... that "
+        f"do not cover {n} words in order; segment() must return contiguous half-open spans"
+    )
+
+
+def _chunk_bounds(text: str) -> tuple[list[int], list[int]]:
+    starts, ends = [], []
+    for m in _CHUNK.finditer(text):
+        starts.append(m.start())
+        ends.append(m.end())
+    return starts, ends
+
+
+def _word_at(bounds: tuple[list[int], list[int]], text: str, start: int, end: int) -> int | None:
+    """Index of the whitespace chunk holding the token's first non-space character."""
+    starts, ends = bounds
+    while start < end and text[start].isspace():
+        start += 1  # SentencePiece/BPE offsets may begin on the space before a word
+    if start >= len(text):
+        return None
+    i = bisect.bisect_right(starts, start) - 1
+    if i >= 0 and start < ends[i]:
+        return i
+    # a token made only of whitespace ("▁"): it belongs to the next word
+    return i + 1 if i + 1 < len(starts) else None
