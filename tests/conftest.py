@@ -1,0 +1,96 @@
+"""Shared fixtures: real model files, real tokenizers, real WordNet; offline."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def minilm_path():
+    from priorkit.resources import minilm_path as path
+
+    return path()
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer(minilm_path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(minilm_path))
+
+
+@pytest.fixture(scope="session")
+def xia2021():
+    import priorkit
+
+    return priorkit.get_provider("wordnet", measure="xia2021")
+
+
+@pytest.fixture(scope="session")
+def stsb_dev_pairs():
+    """The first 200 real STS-B dev pairs (text_a, text_b)."""
+    from priorkit.resources import stsb_path
+
+    pairs = []
+    with open(stsb_path("dev"), encoding="utf-8") as fh:
+        for line in fh:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) >= 7:
+                pairs.append((fields[5], fields[6]))
+            if len(pairs) == 200:
+                break
+    return pairs
+
+
+def _stsb_sentences(n: int = 3000) -> list[str]:
+    from priorkit.resources import stsb_path
+
+    out = []
+    with open(stsb_path("train"), encoding="utf-8") as fh:
+        for line in fh:
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 7:
+                out += [f[5], f[6]]
+            if len(out) >= n:
+                break
+    return out
+
+
+@pytest.fixture(scope="session")
+def bpe_tokenizer():
+    """A real byte-level BPE tokenizer (RoBERTa's algorithm and special-token
+    layout <s> A </s></s> B </s>), trained here on STS-B text because no
+    pretrained RoBERTa files are reachable offline."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = ByteLevelBPETokenizer(add_prefix_space=False, trim_offsets=True)
+    tok.train_from_iterator(_stsb_sentences(), vocab_size=3000, min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False)
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
+                                                      ("<s>", tok.token_to_id("<s>")), trim_offsets=True)
+    return PreTrainedTokenizerFast(tokenizer_object=tok._tokenizer, bos_token="<s>", eos_token="</s>",
+                                   sep_token="</s>", cls_token="<s>", pad_token="<pad>", unk_token="<unk>")
+
+
+@pytest.fixture(scope="session")
+def sentencepiece_tokenizer():
+    """A real SentencePiece (Unigram, Metaspace) tokenizer with XLM-R's layout,
+    trained here on STS-B text."""
+    from tokenizers import SentencePieceUnigramTokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = SentencePieceUnigramTokenizer()
+    tok.train_from_iterator(_stsb_sentences(), vocab_size=3000,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>"], unk_token="<unk>",
+                            show_progress=False)
+    s, e = tok.token_to_id("<s>"), tok.token_to_id("</s>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", s), ("</s>", e)]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok._tokenizer, bos_token="<s>", eos_token="</s>",
+                                   sep_token="</s>", cls_token="<s>", pad_token="<pad>", unk_token="<unk>")

@@ -1,0 +1,230 @@
+"""The plug-in system: entry points, plug-in folders, validation, errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import priorkit
+from priorkit.errors import PluginError, ProviderOutputError, UnknownProviderError
+from priorkit.plugins import PriorkitPluginManager, get_plugin_manager
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILTIN = {"wordnet", "conceptnet", "ontology", "embedding", "combine"}
+
+
+def write_plugin(folder: Path, name: str, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+GOOD = """
+import numpy as np
+import priorkit
+
+class Lengths(priorkit.PriorProvider):
+    name = "lengths"
+    def __init__(self, scale=1.0):
+        super().__init__(scale=scale)
+        self.scale = scale
+    def compute(self, left, right):
+        a = np.array([len(w) for w in left], dtype=np.float32)[:, None]
+        b = np.array([len(w) for w in right], dtype=np.float32)[None, :]
+        return np.minimum(a, b) / np.maximum(a, b) * self.scale
+
+@priorkit.hookimpl
+def register_prior_providers(register):
+    register("lengths", Lengths, description="length ratio")
+"""
+
+
+def test_builtin_providers_come_through_entry_points():
+    pm = PriorkitPluginManager()
+    infos = {p.name: p for p in pm.plugins()}
+    assert BUILTIN <= set(infos)
+    for name in BUILTIN:
+        assert "entry point priorkit_plugins." in infos[name].source
+    assert "wordnet" in pm.providers and pm.providers["wordnet"].plugin == "wordnet"
+
+
+def test_plugin_folder_provider_is_usable(tmp_path):
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path)
+    p = pm.get_provider("lengths", scale=0.5)
+    out = p.similarity(["ab", "abcd", "ab"], ["abcd"])
+    np.testing.assert_allclose(out[:, 0], [0.25, 0.5, 0.25])
+    assert out.dtype == np.float32
+    assert p.plugin == "lengths_plugin"
+    info = {i.name: i for i in pm.plugins()}["lengths_plugin"]
+    assert info.hooks == ["register_prior_providers"] and info.providers == ["lengths"]
+    assert info.source == str(tmp_path / "lengths_plugin.py")
+
+
+def test_env_var_folder_and_cli_listing(tmp_path, monkeypatch):
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    from priorkit.cli import cli
+
+    monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", "")  # the CLI extends it; restored after the test
+
+    res = CliRunner().invoke(cli, ["--plugins-dir", str(tmp_path), "plugins", "--json"])
+    assert res.exit_code == 0, res.output
+    names = {p["name"]: p for p in json.loads(res.output)}
+    assert names["lengths_plugin"]["providers"] == ["lengths"]
+    assert BUILTIN <= set(names)
+    monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", str(tmp_path))
+    assert "lengths" in {e.name for e in priorkit.list_providers()}
+
+
+def test_load_plugins_env_restricts_installed_plugins(monkeypatch):
+    monkeypatch.setenv("PRIORKIT_LOAD_PLUGINS", "wordnet")
+    assert [p.name for p in PriorkitPluginManager().plugins()] == ["wordnet"]
+    monkeypatch.setenv("PRIORKIT_LOAD_PLUGINS", "")
+    assert PriorkitPluginManager().plugins() == []
+
+
+def test_hook_typo_is_an_error(tmp_path):
+    write_plugin(tmp_path, "typo", """
+        import priorkit
+        @priorkit.hookimpl
+        def register_prior_provider(register):   # missing "s"
+            pass
+    """)
+    with pytest.raises(PluginError, match=r"typo.*register_prior_providers"):
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+
+
+def test_import_error_names_the_file(tmp_path):
+    path = write_plugin(tmp_path, "broken", "import does_not_exist_anywhere\n")
+    with pytest.raises(PluginError, match=str(path)):
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+
+
+def test_duplicate_provider_names_both_plugins(tmp_path):
+    write_plugin(tmp_path, "first", GOOD)
+    write_plugin(tmp_path, "second", GOOD)
+    with pytest.raises(PluginError, match=r"'lengths'.*'first'.*'second'"):
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+
+
+def test_unknown_provider_lists_available():
+    with pytest.raises(UnknownProviderError) as exc:
+        priorkit.get_provider("wordnett")
+    msg = str(exc.value)
+    assert "wordnett" in msg and "wordnet" in msg and "Did you mean" in msg and "priorkit plugins" in msg
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("return np.zeros((len(left), len(right) + 1), dtype=np.float32)", "shape"),
+        ("return np.full((len(left), len(right)), 1.5, dtype=np.float32)", "outside"),
+        ("return np.full((len(left), len(right)), np.nan, dtype=np.float32)", "NaN"),
+        ("return np.ones((len(left), len(right)), dtype=np.int64)", "dtype"),
+        ("return [[1.0] * len(right)] * len(left)", "list"),
+        ("return np.full((len(left), len(right)), np.inf, dtype=np.float32)", "outside"),
+    ],
+)
+def test_bad_provider_output_names_the_plugin(tmp_path, body, match):
+    write_plugin(tmp_path, "faulty", f"""
+        import numpy as np
+        import priorkit
+        class Faulty(priorkit.PriorProvider):
+            name = "faulty"
+            allows_nan = False
+            def compute(self, left, right):
+                {body}
+        @priorkit.hookimpl
+        def register_prior_providers(register):
+            register("faulty", Faulty)
+    """)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    with pytest.raises(ProviderOutputError, match=match) as exc:
+        pm.get_provider("faulty").similarity(["a", "b"], ["c"])
+    assert "'faulty'" in str(exc.value) and "plug-in" in str(exc.value)
+
+
+def test_factory_must_return_a_provider(tmp_path):
+    write_plugin(tmp_path, "notprov", """
+        import priorkit
+        @priorkit.hookimpl
+        def register_prior_providers(register):
+            register("notprov", lambda **kw: object())
+    """)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    with pytest.raises(PluginError, match="not a priorkit.PriorProvider"):
+        pm.get_provider("notprov")
+
+
+def test_overriding_similarity_is_refused():
+    with pytest.raises(TypeError, match="compute"):
+        class Sneaky(priorkit.PriorProvider):  # noqa: F841
+            def similarity(self, left, right):
+                return None
+
+
+def test_fingerprint_is_stable_and_parameter_sensitive(tmp_path):
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    a, b, c = (pm.get_provider("lengths", scale=s) for s in (1.0, 1.0, 0.5))
+    assert a.fingerprint == b.fingerprint != c.fingerprint
+    assert a.fingerprint.startswith("lengths-")
+
+
+def test_similarity_dedupes_and_lazy_loads(tmp_path):
+    write_plugin(tmp_path, "counting", """
+        import numpy as np
+        import priorkit
+        class Counting(priorkit.PriorProvider):
+            name = "counting"
+            loads = 0
+            calls = []
+            def load(self):
+                type(self).loads += 1
+            def compute(self, left, right):
+                type(self).calls.append((list(left), list(right)))
+                return np.full((len(left), len(right)), 0.5, dtype=np.float32)
+        @priorkit.hookimpl
+        def register_prior_providers(register):
+            register("counting", Counting)
+    """)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    p = pm.get_provider("counting")
+    cls = type(p)
+    assert cls.loads == 0  # construction is cheap
+    out = p.similarity(["x", "y", "x"], ["z", "z"])
+    p.similarity(["x"], ["z"])
+    assert out.shape == (3, 2) and cls.loads == 1
+    assert cls.calls[0] == (["x", "y"], ["z"])
+    with pytest.raises(TypeError, match="list of words"):
+        p.similarity("x", ["z"])
+
+
+@pytest.mark.slow
+def test_example_package_installs_and_loads_through_entry_point():
+    """docs/plugins.md's example package, pip-installed for real, then uninstalled."""
+    pkg = ROOT / "examples" / "priorkit-charsim"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "--no-deps", "--no-build-isolation", str(pkg)], check=True)
+    try:
+        # a fresh interpreter: exactly what a user's process sees
+        code = ("import priorkit, json; p = priorkit.get_provider('charsim', n=3); "
+                "info = [i for i in priorkit.list_plugins() if i.name == 'charsim'][0]; "
+                "print(json.dumps({'v': p.similarity(['hypotension'], ['hypotensive', 'cat']).tolist(), "
+                "'source': info.source, 'version': info.version}))")
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        assert "priorkit-charsim 0.2.0" in got["source"] and got["version"] == "0.2.0"
+        related, unrelated = got["v"][0]
+        assert 0.4 < related < 1.0 and unrelated == 0.0
+    finally:
+        subprocess.run([*pip, "uninstall", "-y", "priorkit-charsim"], check=True)
+    get_plugin_manager(reload=True)
+    assert "charsim" not in {e.name for e in priorkit.list_providers()}
