@@ -1,0 +1,158 @@
+"""Finding concept mentions in a word sequence: longest match over token tuples.
+
+Normalisation, applied alike to ontology names and to text:
+
+1. a word is lower-cased and every non-alphanumeric character removed
+   (``"Infarction,"`` -> ``"infarction"``, ``"X-linked"`` -> ``"xlinked"``);
+   words that become empty (pure punctuation such as ``","`` or ``"-"``)
+   are transparent: a mention may run across them but never starts or ends
+   on one;
+2. optional plural folding per token: ``-ies`` -> ``-y``; a final ``-s`` is
+   dropped unless the word ends in ``-ss``, ``-us`` or ``-is`` or has at most
+   3 letters (``seizures`` -> ``seizure``, ``abnormalities`` ->
+   ``abnormality``, ``stenosis`` and ``loss`` unchanged);
+3. every name is indexed twice: whitespace chunks with punctuation removed
+   (``"x-linked recessive"`` -> ``xlinked recessive``) and split at every
+   punctuation mark (``x linked recessive``), so both ``X-linked`` and the
+   tokenised ``X - linked`` find it.
+
+Acronyms -- one-token names of at most 5 characters written in capitals
+(``MI``, ``ASD``) or synonyms typed ``abbreviation`` -- match only with the
+same capitals, so the common word "all" or "ra" never becomes a concept.
+Single-token names that are function words (``all``, ``the``, ...) are not
+indexed at all (the root of HPO is named "All").
+
+Matching is greedy leftmost-longest: at each position the longest indexed
+token tuple wins, then matching resumes after it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable, Sequence
+
+_NON_WORD = re.compile(r"[\W_]+")
+_SPLIT = re.compile(r"[^\W_]+")
+
+#: function words never taken as one-word concept names
+DEFAULT_STOP_WORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then
+    there these they this to was will with all any both each few more most other some none
+    can may were has have had do does""".split()
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mention:
+    """A recognised concept mention: words ``[start, end)`` naming ``concept_ids``."""
+
+    start: int
+    end: int
+    concept_ids: tuple[str, ...]
+    text: str
+
+
+def fold_plural(token: str) -> str:
+    if len(token) <= 3 or token[-1] != "s" or token.endswith(("ss", "us", "is")):
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    return token[:-1]
+
+
+def _is_acronym(text: str) -> bool:
+    t = text.strip()
+    return 1 < len(t) <= 5 and " " not in t and t.isupper() and t.isalnum()
+
+
+class ConceptMatcher:
+    """A dict of normalised token tuples -> concept numbers, with longest match."""
+
+    def __init__(self, fold_plurals: bool = True, stop_words: Iterable[str] = DEFAULT_STOP_WORDS) -> None:
+        self.fold_plurals = fold_plurals
+        self.stop_words = frozenset(stop_words)
+        self._keys: dict[tuple[str, ...], set[int]] = {}  # case-insensitive
+        self._exact: dict[tuple[str, ...], set[int]] = {}  # acronyms, case kept
+        self._longest: dict[str, int] = {}  # first token -> longest key starting with it
+        self._longest_exact: dict[str, int] = {}
+
+    # ---- normalising ----------------------------------------------------
+    def token(self, word: str) -> str:
+        t = _NON_WORD.sub("", word.lower())
+        return fold_plural(t) if self.fold_plurals and t else t
+
+    def _name_keys(self, text: str) -> set[tuple[str, ...]]:
+        joined = tuple(t for t in (self.token(c) for c in text.split()) if t)
+        split = tuple(self.token(t) for t in _SPLIT.findall(text))
+        return {k for k in (joined, split) if k}
+
+    # ---- building -------------------------------------------------------
+    def add(self, text: str, concept: int, acronym: bool | None = None) -> None:
+        """Index name ``text`` of ``concept``; ``acronym=None`` decides by shape."""
+        if acronym is None:
+            acronym = _is_acronym(text)
+        if acronym and " " not in text.strip():
+            key = (_NON_WORD.sub("", text),)
+            if key[0]:
+                self._exact.setdefault(key, set()).add(concept)
+                self._longest_exact[key[0]] = max(self._longest_exact.get(key[0], 0), 1)
+            return
+        for key in self._name_keys(text):
+            if len(key) == 1 and key[0] in self.stop_words:
+                continue
+            self._keys.setdefault(key, set()).add(concept)
+            if self._longest.get(key[0], 0) < len(key):
+                self._longest[key[0]] = len(key)
+
+    def freeze(self) -> None:
+        """Sets -> sorted tuples (smaller, picklable, deterministic)."""
+        self._keys = {k: tuple(sorted(v)) for k, v in self._keys.items()}
+        self._exact = {k: tuple(sorted(v)) for k, v in self._exact.items()}
+
+    def __len__(self) -> int:
+        return len(self._keys) + len(self._exact)
+
+    # ---- looking up -----------------------------------------------------
+    def lookup(self, phrase: str) -> tuple[int, ...]:
+        """Concepts named by the whole ``phrase`` (words separated by spaces); () if none."""
+        words = phrase.split()
+        toks = tuple(t for t in (self.token(w) for w in words) if t)
+        found = self._keys.get(toks, ())
+        if len(words) == 1:
+            exact = self._exact.get((_NON_WORD.sub("", words[0]),), ())
+            if exact:
+                found = tuple(sorted(set(found) | set(exact)))
+        return found
+
+    def find(self, words: Sequence[str]) -> list[tuple[int, int, tuple[int, ...]]]:
+        """Leftmost-longest mentions as ``(start, end, concepts)`` over ``words`` indices."""
+        pos: list[int] = []  # word index of each non-empty token
+        toks: list[str] = []
+        raw: list[str] = []
+        for i, w in enumerate(words):
+            r = _NON_WORD.sub("", w)
+            if r:
+                pos.append(i)
+                raw.append(r)
+                toks.append(self.token(w))
+        out: list[tuple[int, int, tuple[int, ...]]] = []
+        n = len(toks)
+        p = 0
+        while p < n:
+            best = 0
+            concepts: tuple[int, ...] = ()
+            for length in range(min(self._longest.get(toks[p], 0), n - p), 0, -1):
+                hit = self._keys.get(tuple(toks[p:p + length]))
+                if hit:
+                    best, concepts = length, hit
+                    break
+            exact = self._exact.get((raw[p],)) if raw[p] in self._longest_exact else None
+            if exact and best <= 1:
+                best = 1
+                concepts = tuple(sorted(set(concepts) | set(exact)))
+            if best:
+                out.append((pos[p], pos[p + best - 1] + 1, concepts))
+                p += best
+            else:
+                p += 1
+        return out
