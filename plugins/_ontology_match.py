@@ -2,19 +2,19 @@
 
 Normalisation, applied alike to ontology names and to text:
 
-1. a word is lower-cased and every non-alphanumeric character removed
-   (``"Infarction,"`` -> ``"infarction"``, ``"X-linked"`` -> ``"xlinked"``);
-   words that become empty (pure punctuation such as ``","`` or ``"-"``)
-   are transparent: a mention may run across them but never starts or ends
-   on one;
+1. text is lower-cased and cut at every non-alphanumeric character into
+   sub-tokens (``"Heart-attack,"`` -> ``heart attack``); pure punctuation
+   words (``","``, ``"-"``) yield none and are transparent inside a mention;
+   a mention always covers whole words (it starts at a word's first sub-token
+   and ends at a word's last);
 2. optional plural folding per token: ``-ies`` -> ``-y``; a final ``-s`` is
    dropped unless the word ends in ``-ss``, ``-us`` or ``-is`` or has at most
    3 letters (``seizures`` -> ``seizure``, ``abnormalities`` ->
    ``abnormality``, ``stenosis`` and ``loss`` unchanged);
-3. every name is indexed twice: whitespace chunks with punctuation removed
-   (``"x-linked recessive"`` -> ``xlinked recessive``) and split at every
-   punctuation mark (``x linked recessive``), so both ``X-linked`` and the
-   tokenised ``X - linked`` find it.
+3. every name is indexed twice: split at punctuation as in 1
+   (``x linked recessive``) and with each whitespace chunk's punctuation
+   removed (``xlinked recessive``), so the aligner's punctuation-stripped
+   keys (``"xlinked"``) find it as well as ``X-linked`` or ``X - linked``.
 
 Acronyms -- one-token names of at most 5 characters written in capitals
 (``MI``, ``ASD``) or synonyms typed ``abbreviation`` -- match only with the
@@ -113,45 +113,62 @@ class ConceptMatcher:
         return len(self._keys) + len(self._exact)
 
     # ---- looking up -----------------------------------------------------
+    def _fold(self, token: str) -> str:
+        return fold_plural(token) if self.fold_plurals else token
+
     def lookup(self, phrase: str) -> tuple[int, ...]:
         """Concepts named by the whole ``phrase`` (words separated by spaces); () if none."""
-        words = phrase.split()
-        toks = tuple(t for t in (self.token(w) for w in words) if t)
-        found = self._keys.get(toks, ())
-        if len(words) == 1:
-            exact = self._exact.get((_NON_WORD.sub("", words[0]),), ())
+        parts = _SPLIT.findall(phrase)
+        found = self._keys.get(tuple(self._fold(t.lower()) for t in parts), ())
+        if len(parts) == 1:
+            exact = self._exact.get((parts[0],), ())
             if exact:
                 found = tuple(sorted(set(found) | set(exact)))
         return found
 
     def find(self, words: Sequence[str]) -> list[tuple[int, int, tuple[int, ...]]]:
-        """Leftmost-longest mentions as ``(start, end, concepts)`` over ``words`` indices."""
-        pos: list[int] = []  # word index of each non-empty token
+        """Leftmost-longest mentions as ``(start, end, concepts)`` over ``words`` indices.
+
+        Words are cut at punctuation into sub-tokens (``heart-attack`` -> heart,
+        attack); a mention must start at a word's first sub-token and end at a
+        word's last, so spans always cover whole words.
+        """
         toks: list[str] = []
         raw: list[str] = []
+        word: list[int] = []
+        first: list[bool] = []
+        last: list[bool] = []
         for i, w in enumerate(words):
-            r = _NON_WORD.sub("", w)
-            if r:
-                pos.append(i)
-                raw.append(r)
-                toks.append(self.token(w))
+            parts = _SPLIT.findall(w)
+            for k, part in enumerate(parts):
+                raw.append(part)
+                toks.append(self._fold(part.lower()))
+                word.append(i)
+                first.append(k == 0)
+                last.append(k == len(parts) - 1)
         out: list[tuple[int, int, tuple[int, ...]]] = []
         n = len(toks)
         p = 0
         while p < n:
+            if not first[p]:
+                p += 1
+                continue
             best = 0
             concepts: tuple[int, ...] = ()
             for length in range(min(self._longest.get(toks[p], 0), n - p), 0, -1):
+                if not last[p + length - 1]:
+                    continue
                 hit = self._keys.get(tuple(toks[p:p + length]))
                 if hit:
                     best, concepts = length, hit
                     break
-            exact = self._exact.get((raw[p],)) if raw[p] in self._longest_exact else None
-            if exact and best <= 1:
-                best = 1
-                concepts = tuple(sorted(set(concepts) | set(exact)))
+            if last[p] and best <= 1 and raw[p] in self._longest_exact:
+                exact = self._exact.get((raw[p],))
+                if exact:
+                    best = 1
+                    concepts = tuple(sorted(set(concepts) | set(exact)))
             if best:
-                out.append((pos[p], pos[p + best - 1] + 1, concepts))
+                out.append((word[p], word[p + best - 1] + 1, concepts))
                 p += best
             else:
                 p += 1

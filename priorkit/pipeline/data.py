@@ -1,0 +1,196 @@
+"""Getting a pipeline's splits: built-in corpora, files, Hugging Face ids; slices and fractions.
+
+Every split becomes a list of plain dicts (``{"text_a", "text_b", "label"}`` or
+``{"words", "tags"}``) with a content digest, so step outputs can tell whether
+they were made from the same data.  Subsets are index selections drawn with
+their own seeds, never with the prior setting, so every prior setting of a
+sweep trains on exactly the same examples.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataFormatError, ResourceError
+from .config import DataSource, PipelineConfig, digest
+
+log = logging.getLogger(__name__)
+
+#: accepted split names of the built-in corpora -> file split name
+_STSB_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "test": "test"}
+_BC5CDR_SPLITS = {"train": "train", "devel": "devel", "dev": "devel", "validation": "devel", "test": "test"}
+
+
+@dataclasses.dataclass
+class Split:
+    name: str  # "train" / "eval" / "test"
+    examples: list[dict[str, Any]]
+    origin: str  # where it came from, for logs and metrics.json
+    digest: str
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+
+def load_data(cfg: PipelineConfig) -> dict[str, Split]:
+    """All configured splits of ``cfg``: {"train": Split, "eval": ..., "test": ...}."""
+    out: dict[str, Split] = {}
+    for name in ("train", "eval", "test"):
+        spec = getattr(cfg.data, name)
+        if spec is None:
+            continue
+        where = cfg.where(f"data.{name}")
+        examples, origin = read_source(spec, where)
+        examples = slice_examples(examples, spec)
+        _check_kind(examples, cfg.task.type, name, where, origin)
+        out[name] = Split(name, examples, origin, digest(examples))
+    return out
+
+
+def read_source(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str]:
+    """Read one split (before ``limit``/``sample``); returns (examples, origin)."""
+    from .. import datasets as readers
+
+    if spec.hf is not None:
+        return read_hf(spec, where)
+    if spec.source == "stsb":
+        split = _STSB_SPLITS.get(spec.split or "train")
+        if split is None:
+            raise DataFormatError(f"{where}: STS-B has splits {', '.join(_STSB_SPLITS)}, not {spec.split!r}")
+        from ..resources import stsb_path
+
+        path, fmt = stsb_path(split), "stsb"
+    elif spec.source == "bc5cdr":
+        split = _BC5CDR_SPLITS.get(spec.split or "train")
+        if split is None:
+            raise DataFormatError(f"{where}: BC5CDR has splits {', '.join(_BC5CDR_SPLITS)}, not {spec.split!r}")
+        from ..resources import embedded
+
+        path, fmt = embedded("bc5cdr", f"{split}.tsv"), "conll"
+    else:
+        path = Path(spec.path).expanduser()
+        fmt = None if spec.format == "auto" else spec.format
+    columns = dict(spec.columns)
+    header = bool(columns.pop("header", True))
+    unknown = sorted(set(columns) - {"text_a", "text_b", "label"})
+    if unknown:
+        raise DataFormatError(f"{where}: columns accepts text_a, text_b, label and header, not {unknown}")
+    if fmt in ("stsb", "conll") and columns:
+        raise DataFormatError(f"{where}: columns do not apply to the {fmt} format ({path})")
+    kwargs = {} if fmt in ("stsb", "conll") else {**columns, "header": header}
+    try:
+        if fmt is None or fmt not in ("stsb", "conll"):
+            rows = readers.read_dataset(path, fmt, limit=spec.limit, **kwargs)
+        else:
+            rows = readers.read_dataset(path, fmt, limit=spec.limit)
+    except DataFormatError as exc:
+        raise DataFormatError(f"{exc} (configured at {where})") from None
+    return [r.to_dict() for r in rows], str(path)
+
+
+def read_hf(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str]:
+    """A Hugging Face ``datasets`` split mapped to priorkit's example dicts.
+
+    ``columns`` names the dataset's columns: ``text_a``/``text_b``/``label`` for
+    pairs (defaults: sentence1/sentence2/label or question1/question2/label),
+    ``words``/``tags`` for NER (defaults: tokens/ner_tags; ClassLabel ids are
+    turned into their names).
+    """
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        raise ResourceError(
+            f"{where}: data from the Hugging Face Hub ({spec.hf!r}) needs the `datasets` package: "
+            "pip install datasets (and network access); or download the split and give path: FILE"
+        ) from None
+    ds = datasets.load_dataset(spec.hf, spec.hf_config, split=spec.split or "train")
+    names = list(ds.column_names)
+    cols = dict(spec.columns)
+    origin = f"hf:{spec.hf}" + (f"/{spec.hf_config}" if spec.hf_config else "") + f":{spec.split or 'train'}"
+    if spec.limit is not None:
+        ds = ds.select(range(min(spec.limit, len(ds))))
+
+    def pick(role: str, guesses: tuple[str, ...], required: bool) -> str | None:
+        if role in cols:
+            if cols[role] not in names:
+                raise DataFormatError(f"{where}: {origin} has no column {cols[role]!r}; columns: {', '.join(names)}")
+            return cols[role]
+        for g in guesses:
+            if g in names:
+                return g
+        if required:
+            raise DataFormatError(f"{where}: cannot tell the {role} column of {origin}; set columns.{role} "
+                                  f"(columns: {', '.join(names)})")
+        return None
+
+    words_col = pick("words", ("tokens", "words"), False)
+    if words_col is not None:
+        tags_col = pick("tags", ("ner_tags", "tags", "labels"), True)
+        feature = ds.features[tags_col]
+        inner = getattr(feature, "feature", None)
+        names_of = getattr(inner, "names", None)
+        out = [{"words": list(r[words_col]),
+                "tags": [names_of[t] if names_of else str(t) for t in r[tags_col]]} for r in ds]
+        return out, origin
+    a = pick("text_a", ("sentence1", "question1", "premise", "text_a", "sentence", "text"), True)
+    b = pick("text_b", ("sentence2", "question2", "hypothesis", "text_b"), False)
+    lab = pick("label", ("label", "score", "labels"), False)
+    label_names = getattr(ds.features.get(lab), "names", None) if lab else None
+    out = []
+    for r in ds:
+        label = r[lab] if lab else None
+        if label_names is not None and isinstance(label, int) and label >= 0:
+            label = label_names[label]
+        out.append({"text_a": r[a], "text_b": r[b] if b else None, "label": label})
+    return out, origin
+
+
+def slice_examples(examples: list[dict], spec: DataSource) -> list[dict]:
+    """Apply ``sample`` (``limit`` was applied while reading)."""
+    if spec.sample is not None and spec.sample < len(examples):
+        rng = np.random.default_rng(spec.sample_seed)
+        keep = np.sort(rng.choice(len(examples), size=spec.sample, replace=False))
+        examples = [examples[i] for i in keep]
+    elif spec.sample is not None:
+        log.warning("data sample=%d asks for more than the %d examples there are; keeping all",
+                    spec.sample, len(examples))
+    return examples
+
+
+def fraction_indices(n: int, fraction: float, *, mode: str, seed: int, subset_seed: int) -> np.ndarray:
+    """Indices (sorted) of the training subset for a fraction.
+
+    One permutation of ``range(n)`` is drawn -- with ``subset_seed`` ("nested")
+    or the run's ``seed`` ("per-seed") -- and the first ``round(fraction * n)``
+    (at least 1) are kept.  With one permutation, smaller fractions are subsets
+    of larger ones; the prior setting never enters, so all settings agree.
+    """
+    if fraction >= 1.0:
+        return np.arange(n)
+    rng = np.random.default_rng(subset_seed if mode == "nested" else seed)
+    perm = rng.permutation(n)
+    k = max(1, int(round(fraction * n)))
+    return np.sort(perm[:k])
+
+
+def _check_kind(examples: list[dict], task_type: str, split: str, where: str, origin: str) -> None:
+    if not examples:
+        raise DataFormatError(f"{where}: data.{split} ({origin}) holds no examples")
+    tagged = "words" in examples[0]
+    if task_type == "token-classification" and not tagged:
+        raise DataFormatError(
+            f"{where}: token classification needs tagged sentences (a CoNLL/BIO file: token TAB tag), "
+            f"but data.{split} ({origin}) holds sentence examples"
+        )
+    if task_type != "token-classification" and tagged:
+        raise DataFormatError(
+            f"{where}: a {task_type} task needs sentence (pair) examples with labels, but data.{split} "
+            f"({origin}) holds tagged sentences; set task.type: token-classification"
+        )
+    if not tagged and any(e.get("label") is None for e in examples):
+        missing = sum(e.get("label") is None for e in examples)
+        raise DataFormatError(f"{where}: {missing} example(s) of data.{split} ({origin}) have no label")

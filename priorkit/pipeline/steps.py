@@ -1,0 +1,290 @@
+"""The steps of a pipeline -- precompute, train, evaluate, report -- each skipping valid work.
+
+Validity is decided by keys, not by file dates:
+
+- precompute: a marker ``cache/precompute-<key>.json`` for (builder description,
+  data digests), and the cache file still holding the provider's pairs;
+- train: ``model/priorkit-run.json`` carries the run's *train key* (a hash of
+  the model, task, prior setting, training settings, seed and the exact
+  training subset); interrupted training resumes from ``checkpoints/`` when
+  ``run.json`` has the same key;
+- evaluate: ``metrics.json`` carries the train key and an *eval key* (train key
+  plus the evaluated splits' digests).
+
+A folder made with other settings is never silently reused or overwritten:
+the step stops and says so, unless ``force`` is given.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import PriorkitError
+from .config import PipelineConfig, PriorConfig, digest
+from .data import Split, load_data
+from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, evaluate_run,
+                    make_builder, spec_for_run, train_run)
+
+STEPS = ("precompute", "train", "evaluate", "report")
+
+
+@dataclasses.dataclass
+class StepOutcome:
+    step: str
+    status: str  # "done", "skipped", "resumed", "n/a"
+    seconds: float = 0.0
+    detail: str = ""
+
+
+Log = Callable[[str], None]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a JSON file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------------------
+# precompute
+# ---------------------------------------------------------------------------
+def precompute_step(cfg: PipelineConfig, name: str, prior: PriorConfig | None, splits: dict[str, Split], *,
+                    force: bool = False, log: Log = print) -> StepOutcome:
+    """Fill the prior cache with every word pair the splits need (once per setting)."""
+    path = cache_path(cfg, prior)
+    if prior is None or path is None:
+        return StepOutcome("precompute", "n/a", detail="no prior" if prior is None else "prior.cache is null")
+    from transformers import AutoTokenizer
+
+    from ..cache import PriorCache
+    from ..precompute import base_provider, precompute
+    from .train import model_source
+
+    tokenizer = AutoTokenizer.from_pretrained(model_source(cfg))
+    builder = make_builder(cfg, prior, tokenizer, use_cache=False)
+    desc = builder.describe()
+    desc.pop("tokenizer_kwargs", None)  # truncation does not change which word pairs exist
+    key = digest({"builder": desc, "data": {s: splits[s].digest for s in sorted(splits)}})
+    marker = path.parent / f"precompute-{key}.json"
+    fp = base_provider(builder).fingerprint
+    done = _read_json(marker)
+    if done and not force and path.exists():
+        try:
+            have = PriorCache(path, read_only=True).count(fp)
+        except PriorkitError:
+            have = -1
+        if have >= done.get("pairs", 0):
+            return StepOutcome("precompute", "skipped", detail=f"{name}: {have:,} pairs already in {path}")
+    t0 = time.perf_counter()
+    examples = [e for s in sorted(splits) for e in splits[s].examples]
+    inputs = [(e["words"], None) if "words" in e else (e["text_a"], e.get("text_b")) for e in examples]
+    cache = PriorCache(path)
+    summary = precompute(inputs, builder, cache, progress=cfg.train.progress,
+                         run_info={"dataset": f"pipeline {cfg.name}", "layout": builder.layout})
+    _write_json(marker, {**summary.as_dict(), "prior": name, "key": key, "created": _now()})
+    return StepOutcome("precompute", "done", time.perf_counter() - t0,
+                       f"{name}: {summary.pairs:,} pairs ({summary.new:,} new) in {summary.seconds:.1f}s")
+
+
+# ---------------------------------------------------------------------------
+# train
+# ---------------------------------------------------------------------------
+def metrics_valid(spec: RunSpec, splits: dict[str, Split]) -> dict | None:
+    """``metrics.json`` if it was made from this run's settings and data, else None."""
+    m = _read_json(spec.run_dir / METRICS_FILE)
+    if not m:
+        return None
+    key = spec.train_key(splits["train"])
+    if m.get("train_key") != key or m.get("eval_key") != spec.eval_key(key, splits):
+        return None
+    return m
+
+
+def model_valid(spec: RunSpec, key: str) -> bool:
+    meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META)
+    return bool(meta) and meta.get("train", {}).get("train_key") == key
+
+
+def _claim_run_dir(spec: RunSpec, key: str, force: bool) -> bool:
+    """Make sure the run folder belongs to this key; returns whether a resume is possible."""
+    run_file = spec.run_dir / RUN_FILE
+    info = _read_json(run_file)
+    if info is not None and info.get("train_key") != key:
+        if not force:
+            raise PriorkitError(
+                f"{spec.run_dir} holds a run made with other settings (train key {info.get('train_key')} "
+                f"vs {key}: model, task, prior, training settings, seed or data changed). Delete the folder, "
+                "choose another output_dir, or pass --force to retrain there."
+            )
+        shutil.rmtree(spec.run_dir)
+        info = None
+    elif info is not None and force:
+        shutil.rmtree(spec.run_dir)
+        info = None
+    if info is None:
+        _write_json(run_file, {
+            "train_key": key, "pipeline": spec.cfg.name, "prior_name": spec.prior_name,
+            "fraction": spec.fraction, "seed": spec.seed, "created": _now(),
+        })
+        (spec.run_dir / "config.yaml").write_text(_run_config_yaml(spec))
+        return False
+    return True
+
+
+def _run_config_yaml(spec: RunSpec) -> str:
+    import yaml
+
+    d = spec.cfg.to_dict()
+    d["prior"] = dataclasses.asdict(spec.prior) if spec.prior is not None else None
+    d["train"]["fraction"] = spec.fraction
+    d["train"]["seed"] = spec.seed
+    d.pop("sweep", None)
+    return ("# the settings of this run (priorkit pipeline "
+            f"{spec.cfg.name}: {spec.label})\n") + yaml.safe_dump(d, sort_keys=False)
+
+
+def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
+               callbacks: Sequence[Any] = ()) -> StepOutcome:
+    key = spec.train_key(splits["train"])
+    if not force and metrics_valid(spec, splits) is not None:
+        return StepOutcome("train", "skipped", detail="metrics.json is up to date")
+    if not force and model_valid(spec, key):
+        return StepOutcome("train", "skipped", detail=f"model in {spec.run_dir / MODEL_DIR}")
+    resumable = _claim_run_dir(spec, key, force)
+    from .train import last_checkpoint
+
+    ckpt = last_checkpoint(spec.run_dir) if resumable else None
+    t0 = time.perf_counter()
+    summary = train_run(spec, splits, resume=ckpt is not None, callbacks=callbacks)
+    status = "resumed" if summary["resumed_from"] else "done"
+    return StepOutcome("train", status, time.perf_counter() - t0,
+                       f"{summary['examples']} examples, {summary['steps']} steps, loss {summary['train_loss']:.4f}"
+                       + (f", resumed from {summary['resumed_from']}" if summary["resumed_from"] else ""))
+
+
+# ---------------------------------------------------------------------------
+# evaluate
+# ---------------------------------------------------------------------------
+def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
+    if not force and metrics_valid(spec, splits) is not None:
+        return StepOutcome("evaluate", "skipped", detail="metrics.json is up to date")
+    key = spec.train_key(splits["train"])
+    if not model_valid(spec, key):
+        raise PriorkitError(f"{spec.run_dir}: no trained model for these settings; run the train step first")
+    t0 = time.perf_counter()
+    scores = evaluate_run(spec, splits)
+    meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META) or {}
+    metrics = {
+        "pipeline": spec.cfg.name,
+        "prior": spec.prior_name,
+        "fraction": spec.fraction,
+        "seed": spec.seed,
+        "metric": spec.cfg.task.metric,
+        "train_key": key,
+        "eval_key": spec.eval_key(key, splits),
+        "train": meta.get("train"),
+        "splits": {s: {"origin": splits[s].origin, "examples": len(splits[s]), "digest": splits[s].digest}
+                   for s in splits},
+        "metrics": scores,
+        "created": _now(),
+    }
+    _write_json(spec.run_dir / METRICS_FILE, metrics)
+    if not spec.cfg.train.keep_model:
+        shutil.rmtree(spec.run_dir / MODEL_DIR, ignore_errors=True)
+    main = scores[spec.cfg.sweep.split if spec.cfg.sweep.split in scores else spec.cfg.evaluate[0]]
+    return StepOutcome("evaluate", "done", time.perf_counter() - t0,
+                       f"{spec.cfg.task.metric} {main[spec.cfg.task.metric]:.4f}")
+
+
+# ---------------------------------------------------------------------------
+# one run, end to end
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass
+class RunResult:
+    spec: RunSpec
+    outcomes: list[StepOutcome]
+    metrics: dict
+
+
+def run_one(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
+            steps: tuple[str, ...] = ("train", "evaluate"), log: Log = print,
+            callbacks: Sequence[Any] = ()) -> RunResult:
+    """Train and evaluate one run (each step skipped when its outputs are valid)."""
+    outcomes = []
+    for step in steps:
+        if step == "train":
+            outcome = train_step(spec, splits, force=force, callbacks=callbacks)
+        elif step == "evaluate":
+            outcome = evaluate_step(spec, splits, force=force)
+        else:
+            continue
+        log(_describe(spec, outcome))
+        outcomes.append(outcome)
+        force = False  # a forced train makes the following steps stale anyway
+    metrics = _read_json(spec.run_dir / METRICS_FILE) or {}
+    return RunResult(spec, outcomes, metrics)
+
+
+def _describe(spec: RunSpec, o: StepOutcome) -> str:
+    took = f" in {o.seconds:.1f}s" if o.seconds else ""
+    return f"[{spec.label}] {o.step}: {o.status}{took}" + (f" ({o.detail})" if o.detail else "")
+
+
+def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: bool = False,
+                 steps: tuple[str, ...] = STEPS, log: Log = print, callbacks: Sequence[Any] = ()) -> RunResult:
+    """``priorkit run``: precompute, train, evaluate, report for one run.
+
+    ``callbacks``: extra ``transformers.TrainerCallback`` objects for training.
+    """
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        raise PriorkitError(f"unknown step(s) {unknown}; steps are {', '.join(STEPS)}")
+    spec = spec_for_run(cfg, prior_name)
+    splits = load_data(cfg)
+    log(f"pipeline {cfg.name}: {spec.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
+    outcomes = []
+    if "precompute" in steps:
+        o = precompute_step(cfg, spec.prior_name, spec.prior, splits, force=force, log=log)
+        log(_describe(spec, o))
+        outcomes.append(o)
+    result = run_one(spec, splits, force=force, steps=tuple(s for s in steps if s in ("train", "evaluate")),
+                     log=log, callbacks=callbacks)
+    result.outcomes[:0] = outcomes
+    if "report" in steps and result.metrics:
+        report = write_run_report(spec, result.metrics)
+        result.outcomes.append(StepOutcome("report", "done", detail=str(report)))
+    return result
+
+
+def write_run_report(spec: RunSpec, metrics: dict) -> Path:
+    """A small Markdown summary beside metrics.json."""
+    lines = [f"# {spec.cfg.name}: {spec.label}", ""]
+    for split, scores in metrics.get("metrics", {}).items():
+        lines += [f"## {split}", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {v:.4f} |" for k, v in scores.items() if isinstance(v, float)]
+        lines.append("")
+    tr = metrics.get("train") or {}
+    if tr:
+        lines.append(f"Trained on {tr.get('examples')} examples, {tr.get('steps')} steps, "
+                     f"{tr.get('seconds')} s on {tr.get('device')} ({tr.get('threads')} threads).")
+    path = spec.run_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,461 @@
+"""Fine-tuning and scoring one run with the Hugging Face ``Trainer`` and ``PriorCollator``.
+
+A *run* is one (prior setting, training fraction, seed) of a pipeline.  Its
+folder holds::
+
+    run.json            what the run is (train key, prior, fraction, seed)
+    config.yaml         the resolved pipeline config and prior setting
+    checkpoints/        Trainer checkpoints (resume); removed when done unless kept
+    model/              the final model + tokenizer + priorkit-run.json
+    train_log.json      the Trainer's log history (loss, learning rate, ...)
+    metrics.json        scores per evaluated split, with the keys they are valid for
+
+The model in ``model/`` carries its prior-attention settings in config.json
+(``config.priorkit``), and ``priorkit-run.json`` names the prior builder, so
+:func:`load_trained` gives back a model that behaves exactly as in training.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import PriorkitError
+from .config import PipelineConfig, PriorConfig, config_from_dict, digest
+from .data import Split, fraction_indices
+from .tasks import Task, make_task
+
+log = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+MODEL_DIR = "model"
+MODEL_META = "priorkit-run.json"
+METRICS_FILE = "metrics.json"
+NO_PRIOR = "none"
+
+#: train-section fields that do not change what a run learns (not in its key)
+_NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads",
+                 "device", "dataloader_workers", "progress", "eval_batch_size")
+
+
+# ---------------------------------------------------------------------------
+# identity of a run
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass
+class RunSpec:
+    """One cell of a sweep: which prior setting, which fraction, which seed."""
+
+    cfg: PipelineConfig
+    prior_name: str
+    prior: PriorConfig | None
+    fraction: float
+    seed: int
+
+    @property
+    def run_dir(self) -> Path:
+        return self.cfg.out_dir / self.prior_name / f"frac{self.fraction:g}" / f"seed{self.seed}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.prior_name} fraction={self.fraction:g} seed={self.seed}"
+
+    def train_indices(self, n: int) -> np.ndarray:
+        tc = self.cfg.train
+        return fraction_indices(n, self.fraction, mode=tc.subset, seed=self.seed, subset_seed=tc.subset_seed)
+
+    def train_key(self, train: Split) -> str:
+        """Everything that changes the trained weights, hashed."""
+        idx = self.train_indices(len(train))
+        train_cfg = {k: v for k, v in dataclasses.asdict(self.cfg.train).items() if k not in _NON_SEMANTIC}
+        train_cfg.update(fraction=self.fraction, seed=self.seed)
+        return digest({
+            "model": dataclasses.asdict(self.cfg.model),
+            "task": dataclasses.asdict(self.cfg.task),
+            "prior": prior_identity(self.prior),
+            "train": train_cfg,
+            "data": [train.digest, digest(idx.tolist())],
+        })
+
+    def eval_key(self, train_key: str, splits: dict[str, Split]) -> str:
+        return digest({"train": train_key, "splits": {s: splits[s].digest for s in self.cfg.evaluate}})
+
+
+def prior_identity(prior: PriorConfig | None) -> Any:
+    """The parts of a prior setting that change values (not its label or cache file)."""
+    if prior is None:
+        return None
+    d = dataclasses.asdict(prior)
+    d.pop("name", None)
+    d.pop("cache", None)
+    return d
+
+
+def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
+    """The single run ``priorkit run`` does: ``train.fraction``, ``train.seed`` and a prior."""
+    if prior_name is None:
+        prior = cfg.prior
+        name = (prior.name or "prior") if prior is not None else NO_PRIOR
+    else:
+        settings = cfg.prior_settings()
+        if prior_name not in settings:
+            raise PriorkitError(
+                f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
+            )
+        prior, name = settings[prior_name], prior_name
+    return RunSpec(cfg, name, prior, cfg.train.fraction, cfg.train.seed)
+
+
+# ---------------------------------------------------------------------------
+# building blocks
+# ---------------------------------------------------------------------------
+def configure_torch(cfg: PipelineConfig) -> str:
+    """Threads and device; returns the device name the Trainer will use."""
+    tc = cfg.train
+    threads = tc.threads or os.cpu_count() or 1
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    if tc.device != "auto":
+        if tc.device == "cuda" and not torch.cuda.is_available():
+            raise PriorkitError(f"{cfg.where('train.device')}: train.device is cuda but no CUDA device is visible")
+        return tc.device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def model_source(cfg: PipelineConfig) -> str:
+    if cfg.model.name_or_path:
+        return cfg.model.name_or_path
+    from ..resources import minilm_path
+
+    return str(minilm_path())
+
+
+def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:
+    if prior is None or prior.cache is None:
+        return None
+    if prior.cache == "auto":
+        return cfg.out_dir / "cache" / "priors.duckdb"
+    return Path(prior.cache).expanduser()
+
+
+def make_provider(prior: PriorConfig):
+    from ..plugins import get_provider
+
+    if prior.preset == "paper" and prior.provider == "wordnet" and not prior.params:
+        return get_provider("wordnet", measure="xia2021")  # the paper's measure
+    return get_provider(prior.provider, **prior.params)
+
+
+def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
+    """The :class:`PriorBuilder` of a prior setting (None for no prior)."""
+    if prior is None:
+        return None
+    from ..align import PriorBuilder
+
+    kw = {"truncation": True, "max_length": cfg.model.max_length}
+    path = cache_path(cfg, prior) if use_cache else None
+    cache = str(path) if path is not None and path.exists() else None
+    provider = make_provider(prior)
+    if prior.preset == "paper":
+        return PriorBuilder.paper(tokenizer, provider=provider, cache=cache, **kw)
+    return PriorBuilder(tokenizer, provider, layout=prior.layout, cache=cache, neutral=prior.neutral,
+                        keys=prior.keys, **kw)
+
+
+def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
+    if prior is None:
+        return model
+    from ..attention import enable_prior_attention
+
+    a = prior.attention
+    return enable_prior_attention(model, layers=a.layers, mode=a.mode, heads=a.heads, **a.options)
+
+
+def make_collator(cfg: PipelineConfig, tokenizer: Any, builder: Any):
+    from ..collator import PriorCollator
+
+    return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder,
+                         truncation=True, max_length=cfg.model.max_length)
+
+
+class ListDataset(torch.utils.data.Dataset):
+    """A list of example dicts as a map-style dataset (the Trainer needs ``len``)."""
+
+    def __init__(self, rows: Sequence[dict]) -> None:
+        self.rows = list(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.rows[i]
+
+
+def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> list[int]:
+    if "words" in rows[0]:
+        enc = tokenizer([r["words"] for r in rows], is_split_into_words=True, truncation=True,
+                        max_length=max_length)
+    else:
+        b = [r["text_b"] for r in rows] if rows[0].get("text_b") is not None else None
+        enc = tokenizer([r["text_a"] for r in rows], b, truncation=True, max_length=max_length)
+    return [len(ids) for ids in enc["input_ids"]]
+
+
+def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, device: str,
+                 train_rows: Sequence[dict] | None = None):
+    """A ``Trainer`` configured from the pipeline's ``train`` section."""
+    from transformers import Trainer, TrainingArguments
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    tc = spec.cfg.train
+    warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
+    args = TrainingArguments(
+        output_dir=str(spec.run_dir / "checkpoints"),
+        num_train_epochs=tc.epochs,
+        max_steps=tc.max_steps,
+        learning_rate=tc.learning_rate,
+        per_device_train_batch_size=tc.batch_size,
+        per_device_eval_batch_size=tc.eval_batch_size,
+        gradient_accumulation_steps=tc.gradient_accumulation,
+        warmup_steps=warmup,
+        weight_decay=tc.weight_decay,
+        max_grad_norm=tc.max_grad_norm,
+        seed=spec.seed,
+        data_seed=spec.seed,
+        save_strategy=tc.save,
+        save_steps=tc.save_steps,
+        save_total_limit=1,  # the newest checkpoint is all a resume needs
+        logging_strategy="steps",
+        logging_steps=tc.logging_steps,
+        eval_strategy="no",
+        report_to="none",
+        remove_unused_columns=False,  # the raw text must reach PriorCollator
+        disable_tqdm=not tc.progress,
+        use_cpu=device == "cpu",
+        dataloader_num_workers=tc.dataloader_workers,
+        fp16=tc.precision == "fp16" and device == "cuda",
+        bf16=tc.precision == "bf16" and device == "cuda",
+    )
+    lengths = (_token_lengths(collator.tokenizer, train_rows, spec.cfg.model.max_length)
+               if tc.group_by_length and train_rows else None)
+
+    class PriorTrainer(Trainer):
+        """Length-grouped batches from token counts (the rows hold raw text, not ids)."""
+
+        def _get_train_sampler(self, train_dataset=None):
+            if lengths is None:
+                return super()._get_train_sampler(train_dataset)
+            return LengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
+                                        lengths=lengths)
+
+    return PriorTrainer(model=model, args=args, train_dataset=ListDataset(train_rows) if train_rows else None,
+                        data_collator=collator, processing_class=tokenizer)
+
+
+# ---------------------------------------------------------------------------
+# train / evaluate / reload
+# ---------------------------------------------------------------------------
+def fit_task(cfg: PipelineConfig, train: Split) -> Task:
+    task = make_task(cfg.task)
+    task.fit_labels(train.examples)
+    return task
+
+
+def last_checkpoint(run_dir: Path) -> Path | None:
+    ckpts = [p for p in (run_dir / "checkpoints").glob("checkpoint-*") if p.is_dir()]
+    ckpts = [p for p in ckpts if (p / "trainer_state.json").exists()]
+    if not ckpts:
+        return None
+    return max(ckpts, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
+              callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """Fine-tune one run and save ``model/``; returns a training summary.
+
+    Resumes from the newest checkpoint in ``checkpoints/`` when there is one
+    (the caller checked it belongs to this run's train key).  ``callbacks`` are
+    extra ``transformers.TrainerCallback`` objects (early stopping, logging).
+    """
+    from transformers import AutoTokenizer, set_seed
+
+    cfg = spec.cfg
+    device = configure_torch(cfg)
+    train = splits["train"]
+    task = fit_task(cfg, train)
+    rows = [task.encode(train.examples[i]) for i in spec.train_indices(len(train))]
+    key = spec.train_key(train)
+    source = model_source(cfg)
+
+    set_seed(spec.seed)  # the new head's initial weights depend on it: same for every prior setting
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = task.load_model(source)
+    enable_prior(model, spec.prior)
+    builder = make_builder(cfg, spec.prior, tokenizer)
+    collator = make_collator(cfg, tokenizer, builder)
+    trainer = make_trainer(spec, model, tokenizer, collator, device, rows)
+    for callback in callbacks:
+        trainer.add_callback(callback)
+
+    checkpoint = last_checkpoint(spec.run_dir) if resume else None
+    t0 = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    seconds = time.perf_counter() - t0
+    summary = {
+        "train_key": key,
+        "examples": len(rows),
+        "steps": int(trainer.state.global_step),
+        "epochs": float(trainer.state.epoch or 0),
+        "train_loss": float(result.training_loss),
+        "seconds": round(seconds, 2),
+        "resumed_from": checkpoint.name if checkpoint else None,
+        "device": device,
+        "threads": torch.get_num_threads(),
+    }
+    if trainer.is_world_process_zero():
+        _save_model(spec, trainer, tokenizer, task, summary)
+        (spec.run_dir / "train_log.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+        if not cfg.train.keep_checkpoints:
+            shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
+    del trainer, model
+    gc.collect()
+    return summary
+
+
+def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict) -> None:
+    """Write ``model/`` atomically: a half-written model never looks finished."""
+    final = spec.run_dir / MODEL_DIR
+    tmp = spec.run_dir / (MODEL_DIR + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save_model(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    meta = run_metadata(spec, task)
+    meta["train"] = summary
+    (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
+    (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+
+
+def run_metadata(spec: RunSpec, task: Task) -> dict[str, Any]:
+    path = cache_path(spec.cfg, spec.prior)
+    return {
+        "format": 1,
+        "pipeline": spec.cfg.name,
+        "prior_name": spec.prior_name,
+        "prior": dataclasses.asdict(spec.prior) if spec.prior is not None else None,
+        "cache": str(path.resolve()) if path is not None else None,
+        "fraction": spec.fraction,
+        "seed": spec.seed,
+        "task": dataclasses.asdict(spec.cfg.task),
+        "labels": task.labels,
+        "model_source": spec.cfg.model.name_or_path,
+        "max_length": spec.cfg.model.max_length,
+        "config": spec.cfg.to_dict(),
+    }
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A fine-tuned run loaded back: the model (prior attention restored), its tokenizer and builder."""
+
+    model: Any
+    tokenizer: Any
+    builder: Any
+    task: Task
+    cfg: PipelineConfig
+    prior: PriorConfig | None
+    meta: dict[str, Any]
+
+    def collator(self):
+        return make_collator(self.cfg, self.tokenizer, self.builder)
+
+    @torch.no_grad()
+    def predict(self, examples: Sequence[dict], batch_size: int = 64) -> np.ndarray:
+        """Raw model outputs (logits) for example dicts, in order; (N, ...) padded like the Trainer."""
+        collate = self.collator()
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        outs = []
+        for start in range(0, len(examples), batch_size):
+            batch = collate([self.task.encode(e) for e in examples[start:start + batch_size]])
+            batch.pop("labels", None)
+            batch = {k: v.to(device) for k, v in batch.items()}
+            outs.append(self.model(**batch).logits.float().cpu().numpy())
+        if outs[0].ndim == 3:  # token classification: pad to the longest batch
+            width = max(o.shape[1] for o in outs)
+            outs = [np.pad(o, ((0, 0), (0, width - o.shape[1]), (0, 0)), constant_values=-100) for o in outs]
+        return np.concatenate(outs)
+
+
+def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedModel:
+    """Reload a run's ``model/`` folder (or the run folder) with its prior settings.
+
+    The attention settings come back from ``config.priorkit`` (and trained gates
+    from the weights); the prior builder is rebuilt from ``priorkit-run.json``.
+    """
+    from transformers import AutoTokenizer
+
+    from ..align import load_tokenizer
+
+    model_dir = Path(model_dir)
+    if (model_dir / MODEL_DIR / MODEL_META).exists():
+        model_dir = model_dir / MODEL_DIR
+    meta_file = model_dir / MODEL_META
+    if not meta_file.exists():
+        raise PriorkitError(f"{model_dir} holds no {MODEL_META}; is it a priorkit run's model folder?")
+    meta = json.loads(meta_file.read_text())
+    cfg = config_from_dict(meta["config"], source=str(meta_file))
+    prior = (config_from_dict({**meta["config"], "prior": meta["prior"]}, source=str(meta_file)).prior
+             if meta["prior"] is not None else None)
+    if prior is not None and meta.get("cache") and prior.cache is not None:
+        prior.cache = meta["cache"]  # absolute: the run may be loaded from another directory
+    task = make_task(cfg.task)
+    task.labels = meta.get("labels")
+    if task.labels is not None:
+        task._index = {n: i for i, n in enumerate(task.labels)}
+    tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
+    model = task.load_model(str(model_dir))
+    if getattr(model.config, "priorkit", None):
+        from ..attention import enable_prior_attention
+
+        enable_prior_attention(model)  # no arguments: the saved settings (and gates) come back
+    builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
+    return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta)
+
+
+def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedModel | None = None
+                 ) -> dict[str, dict[str, float]]:
+    """Score the run's saved model on every split in ``evaluate``."""
+    device = configure_torch(spec.cfg)
+    trained = trained or load_trained(spec.run_dir / MODEL_DIR)
+    collator = trained.collator()
+    trainer = make_trainer(spec, trained.model, trained.tokenizer, collator, device)
+    out: dict[str, dict[str, float]] = {}
+    for name in spec.cfg.evaluate:
+        split = splits[name]
+        rows = [trained.task.encode(e) for e in split.examples]
+        t0 = time.perf_counter()
+        pred = trainer.predict(ListDataset(rows))
+        metrics = trained.task.score(pred.predictions, pred.label_ids, split.examples)
+        metrics["examples"] = float(len(rows))
+        metrics["seconds"] = round(time.perf_counter() - t0, 2)
+        out[name] = metrics
+    del trainer
+    gc.collect()
+    ckpt_dir = spec.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
+    if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+        ckpt_dir.rmdir()
+    return out
