@@ -9,8 +9,10 @@ Variants (all on the same MiniLM weights, BertForSequenceClassification, 2 label
   paper-eager  the paper's set-up: eager attention in every layer, prior multiplied in layer 0
 
 Each repetition runs one step of every variant in turn (the order rotates), so slow
-drift of a shared machine hits all variants alike; the report gives medians and the
-ratio of each median to stock's.
+drift of a shared machine hits all variants alike; the report gives medians (and
+minima, the steadier figure on a machine shared with other jobs) and their ratios to
+stock.  A second table times one attention module alone (forward + backward of layer
+0's self-attention, same batch), which isolates the per-layer cost of each mode.
 
     .venv/bin/python benchmarks/attention_overhead.py            # full: 20 repetitions
     .venv/bin/python benchmarks/attention_overhead.py --quick    # 5 repetitions
@@ -108,7 +110,10 @@ def run(args: argparse.Namespace) -> dict:
                 infer_t[name].append(t_infer)
         print(f"repetition {rep + 1}/{args.warmup + args.reps} done", flush=True)
 
+    kernel = attention_module_times(models, batch, args.warmup + 4 * args.reps)
+
     stock_train, stock_infer = statistics.median(train["stock"]), statistics.median(infer_t["stock"])
+    stock_min = min(train["stock"])
     rows = []
     for name in VARIANTS:
         med_t, med_i = statistics.median(train[name]), statistics.median(infer_t[name])
@@ -117,6 +122,7 @@ def run(args: argparse.Namespace) -> dict:
             "train_step_s_median": med_t,
             "train_step_s_min": min(train[name]),
             "train_ratio": med_t / stock_train,
+            "train_min_ratio": min(train[name]) / stock_min,
             "infer_sent_per_s": args.batch / med_i,
             "infer_ratio": med_i / stock_infer,
             "target_train_ratio": TARGETS.get(name),
@@ -132,7 +138,37 @@ def run(args: argparse.Namespace) -> dict:
         "reps": args.reps,
         "warmup": args.warmup,
         "rows": rows,
+        "attention_module": kernel,
     }
+
+
+def attention_module_times(models: dict[str, torch.nn.Module], batch: dict[str, torch.Tensor], reps: int) -> list[dict]:
+    """Forward + backward of one self-attention module (layer 0) per variant, interleaved.
+
+    "eager (no prior)" is layer 1 of the paper-eager model: plain eager attention.
+    """
+    hidden_size = models["stock"].config.hidden_size
+    B, L = batch["input_ids"].shape
+    hidden = torch.randn(B, L, hidden_size, requires_grad=True)
+    cases = {
+        "stock SDPA": (models["stock"].base_model.encoder.layer[0].attention.self, {}),
+        "eager (no prior)": (models["paper-eager"].base_model.encoder.layer[1].attention.self, {}),
+        "multiply": (models["multiply@0"].base_model.encoder.layer[0].attention.self, {"prior": batch["prior"]}),
+        "bias": (models["bias@all"].base_model.encoder.layer[0].attention.self, {"prior": batch["prior"]}),
+        "gate": (models["gate@0"].base_model.encoder.layer[0].attention.self, {"prior": batch["prior"]}),
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for rep in range(reps):
+        for name, (module, extra) in cases.items():
+            module.train()
+            t = timed(lambda: module(hidden, attention_mask=None, **extra)[0].sum().backward())
+            if rep > 0:
+                times[name].append(t)
+            hidden.grad = None
+            module.zero_grad(set_to_none=True)
+    base = statistics.median(times["stock SDPA"])
+    return [{"case": n, "fwd_bwd_ms_median": 1000 * statistics.median(v), "ratio": statistics.median(v) / base}
+            for n, v in times.items()]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,11 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--quick", action="store_true", help="5 repetitions, 1 warm-up")
+    p.add_argument("--quick", action="store_true", help="3 repetitions, 1 warm-up")
     p.add_argument("--json", default=None, help="also write the results to this file")
     args = p.parse_args(argv)
     if args.quick:
-        args.reps, args.warmup = 5, 1
+        args.reps, args.warmup = 3, 1
     if args.model is None:
         from priorkit.resources import minilm_path
 
@@ -159,11 +195,16 @@ def main(argv: list[str] | None = None) -> None:
     result = run(args)
     print(f"\n{result['command']}\n{result['date']}, torch {result['torch']}, {args.threads} threads, "
           f"batch {args.batch} x {args.seq_len} tokens, {args.reps} repetitions (median)")
-    print(f"{'variant':<12} {'train step s':>12} {'x stock':>8} {'target':>7} {'infer sent/s':>13} {'x stock':>8}")
+    print(f"{'variant':<12} {'train step s':>12} {'x stock':>8} {'min s':>7} {'x stock':>8} {'target':>7} "
+          f"{'infer sent/s':>13} {'time x stock':>13}")
     for r in result["rows"]:
         target = f"<={r['target_train_ratio']:.2f}" if r["target_train_ratio"] else ""
-        print(f"{r['variant']:<12} {r['train_step_s_median']:>12.3f} {r['train_ratio']:>8.3f} {target:>7} "
-              f"{r['infer_sent_per_s']:>13.1f} {r['infer_ratio']:>8.3f}")
+        print(f"{r['variant']:<12} {r['train_step_s_median']:>12.3f} {r['train_ratio']:>8.3f} "
+              f"{r['train_step_s_min']:>7.3f} {r['train_min_ratio']:>8.3f} {target:>7} "
+              f"{r['infer_sent_per_s']:>13.1f} {r['infer_ratio']:>13.3f}")
+    print(f"\none attention module (layer 0), forward + backward, median:")
+    for r in result["attention_module"]:
+        print(f"  {r['case']:<18} {r['fwd_bwd_ms_median']:>8.1f} ms {r['ratio']:>7.2f}x")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=2)

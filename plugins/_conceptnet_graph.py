@@ -12,7 +12,12 @@ rows of ``F = (A + I) D`` where ``D`` damps hub concepts by
 The dot product of two rows sums the direct edge between them (through the
 identity) and every two-hop path through a shared neighbour, so this is
 "direct relations plus proximity within two hops", in [0, 1] because all
-entries are non-negative.  Measured on WordSim-353 / SimLex-999 (see
+entries are non-negative.  Hub-heavy neighbourhoods make these cosines small
+(median 0.017 over SimLex-999's pairs), so the result is raised to ``power``
+(default 0.5): ranks are unchanged, values spread over [0, 1] (median 0.13),
+and the linear agreement with human ratings rises (Pearson on SimLex-999
+0.40 -> 0.45, WordSim-353 0.31 -> 0.60), which is what lets it be averaged
+with other providers.  Measured on WordSim-353 / SimLex-999 (see
 docs/providers/conceptnet.md) it beats direct edges alone (0.68 vs 0.58
 Spearman on WordSim-353) and wider four-hop neighbourhoods (``F @ F``, 0.56).
 """
@@ -71,13 +76,17 @@ class ConceptGraph:
         min_weight: float = 0.0,
         relation_weights: Mapping[str, float] | None = None,
         hops: int = 2,
+        power: float = 0.5,
         lemmatize_words: bool = True,
         source: str = "",
     ) -> None:
         if hops not in (1, 2):
             raise PriorkitError(f"conceptnet: hops must be 1 (direct edges) or 2 (shared neighbours), not {hops!r}")
+        if not (0.0 < power <= 4.0):
+            raise PriorkitError(f"conceptnet: power must be in (0, 4], not {power!r}")
         self.index = index
         self.hops = hops
+        self.power = float(power)
         self.lemmatize_words = lemmatize_words
         known = list(dict.fromkeys([*KNOWN_RELATIONS, *index.relations]))
         rel_weight = np.array([self._relation_weight(r) for r in index.relations], dtype=np.float32)
@@ -179,15 +188,19 @@ class ConceptGraph:
         lk, rk = np.flatnonzero(li >= 0), np.flatnonzero(ri >= 0)
         if lk.size == 0 or rk.size == 0:
             return out
-        ln, rn = li[lk], ri[rk]
+        # several words may share a node ("dog", "dogs"): compute on unique nodes, then expand
+        ln, l_inv = np.unique(li[lk], return_inverse=True)
+        rn, r_inv = np.unique(ri[rk], return_inverse=True)
         if self.hops == 1:
-            block = self.A[ln][:, rn].toarray()                        # (l, r)
+            block = _sparse_dots(self.A, ln, rn, identity=False)       # (l, r) = A[ln, rn]
         else:
-            dots = (self.F[ln] @ self.F[rn].T).toarray()              # (l, r)
+            dots = _sparse_dots(self.F, ln, rn)                        # (l, r)
             block = dots / np.outer(self.norms[ln], self.norms[rn])
         block = np.clip(block, 0.0, 1.0)
+        if self.power != 1.0:
+            block = block ** self.power                                # monotone: ranks unchanged
         block[ln[:, None] == rn[None, :]] = 1.0                       # same concept
-        out[np.ix_(lk, rk)] = block
+        out[np.ix_(lk, rk)] = block[np.ix_(l_inv, r_inv)]
         return out
 
     def neighbours(self, word: str, k: int = 10) -> list[tuple[str, float]]:
@@ -198,6 +211,40 @@ class ConceptGraph:
         row = self.A[node]
         order = np.argsort(-row.data)[:k]
         return [(self.index.vocab[row.indices[i]], float(row.data[i])) for i in order]
+
+
+def _row_block(M: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, column indices, values) of some rows of a CSR matrix, gathered with numpy."""
+    starts, ends = M.indptr[rows], M.indptr[rows + 1]
+    lengths = ends - starts
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    # positions starts[i] .. ends[i] - 1 for every row, as one flat index array
+    flat = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - starts, lengths)
+    return indptr, M.indices[flat], M.data[flat]
+
+
+def _sparse_dots(M: sp.csr_matrix, left: np.ndarray, right: np.ndarray, identity: bool = True) -> np.ndarray:
+    """Dense (l, r) block of ``M[left] @ M[right].T`` (or of ``M[left, right]``).
+
+    Slicing a 260k-column CSR matrix and transposing it makes scipy allocate
+    arrays as long as the vocabulary on every call (milliseconds each); here
+    the rows are gathered directly and their columns renumbered to the few
+    that occur, so a call costs microseconds plus the work on its own rows.
+    """
+    lp, lc, lv = _row_block(M, left)
+    if not identity:   # M[left, right]: find each left-row entry's column among `right` (unique ids)
+        out = np.zeros((len(left), len(right)), dtype=np.float32)
+        row_of = np.repeat(np.arange(len(left)), np.diff(lp))
+        order = np.argsort(right, kind="stable")
+        at = np.minimum(np.searchsorted(right[order], lc), len(right) - 1)
+        hit = right[order][at] == lc
+        out[row_of[hit], order[at[hit]]] = lv[hit]
+        return out
+    rp, rc, rv = _row_block(M, right)
+    cols, inverse = np.unique(np.concatenate([lc, rc]), return_inverse=True)
+    L = sp.csr_matrix((lv, inverse[: len(lc)], lp), shape=(len(left), len(cols)))
+    R = sp.csr_matrix((rv, inverse[len(lc):], rp), shape=(len(right), len(cols)))
+    return (L @ R.T).toarray()
 
 
 def _unknown_relation(name: str, known: list[str], param: str) -> str:

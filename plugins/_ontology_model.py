@@ -82,7 +82,11 @@ class OntologyData:
         return len(self.ids)
 
     def index(self, concept_id: str) -> int:
-        return self.alt_ids[concept_id] if concept_id in self.alt_ids else self._index()[concept_id]
+        """Concept number of a primary or alternative id."""
+        found = self.alt_ids.get(concept_id, self._index().get(concept_id))
+        if found is None:
+            raise KeyError(f"{concept_id!r} is not a concept of {self.source}")
+        return found
 
     def _index(self) -> dict[str, int]:
         cached = self.__dict__.get("_id_index")

@@ -142,229 +142,283 @@ def ancestor_tables(par_ptr, par_id, n):
 
 
 # ---------------------------------------------------------------------------
-# synset-pair measures
+# word-pair kernels
+#
+# For each synset ``a`` of the left word, a's ancestors go into a tiny
+# open-addressing hash table (id -> BFS distance, a few hundred bytes, so it
+# stays in L1); each synset ``b`` of the right word then scans its own sorted
+# ancestor list against it.  Tables are "cleared" by bumping a generation
+# number.  All per-synset-pair work is inlined in one loop nest: no calls with
+# array arguments inside the hot loop.
 # ---------------------------------------------------------------------------
 @njit(cache=True, inline="always")
-def _spd(x, s, sim, G):
-    """Synset.shortest_path_distance(x, s, simulate_root=sim); -1 means None."""
-    anc_ptr, anc_id, anc_dist, maxbfs = G[0], G[1], G[2], G[3]
+def _slot(c, mask):
+    return ((c * 2654435761) >> 13) & mask
+
+
+@njit(cache=True, inline="always")
+def _fill(x, anc_ptr, anc_id, anc_dist, keys, vals, gens, gen, mask):
+    for t in range(anc_ptr[x], anc_ptr[x + 1]):
+        c = anc_id[t]
+        h = _slot(c, mask)
+        while gens[h] == gen:
+            h = (h + 1) & mask
+        gens[h] = gen
+        keys[h] = c
+        vals[h] = anc_dist[t]
+
+
+@njit(cache=True, inline="always")
+def _get(c, keys, vals, gens, gen, mask):
+    """BFS distance of ancestor c in the table, -1 when absent."""
+    h = _slot(c, mask)
+    while gens[h] == gen:
+        if keys[h] == c:
+            return vals[h]
+        h = (h + 1) & mask
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _spd_to(x, s, sim, anc_ptr, anc_id, anc_dist, maxbfs, keys, vals, gens, gen, mask):
+    """Synset.shortest_path_distance(x, s, simulate_root=sim) where s is a common
+    hypernym of x (or ROOT) and x's ancestors are in the table: min over the
+    ancestors c of s of d_x(c) + d_s(c), NLTK's up-then-down path."""
     if x == s:
         return 0
     if s == ROOT:
-        # dist_dict2 is {*ROOT*: 0}; x reaches the simulated root at max + 1
-        return maxbfs[x] + 1
+        return maxbfs[x] + 1  # dist_dict2 is {*ROOT*: 0}; x meets it at max + 1
     best = BIG
-    i, ie = anc_ptr[x], anc_ptr[x + 1]
-    j, je = anc_ptr[s], anc_ptr[s + 1]
-    while i < ie and j < je:
-        u = anc_id[i]
-        v = anc_id[j]
-        if u == v:
-            d = anc_dist[i] + anc_dist[j]
+    for t in range(anc_ptr[s], anc_ptr[s + 1]):
+        v = _get(anc_id[t], keys, vals, gens, gen, mask)
+        if v >= 0:
+            d = v + anc_dist[t]
             if d < best:
                 best = d
-            i += 1
-            j += 1
-        elif u < v:
-            i += 1
-        else:
-            j += 1
     if best == BIG:
-        if sim:
-            return maxbfs[x] + maxbfs[s] + 2  # both reach the simulated root
-        return -1
+        return maxbfs[x] + maxbfs[s] + 2 if sim else -1
     return best
 
 
 @njit(cache=True)
-def _wup_value(x, y, s, sim, G):
-    """The tail of Synset.wup_similarity(x, y) once the subsumer s is chosen."""
-    max_depth = G[5]
-    depth = 1 if s == ROOT else max_depth[s] + 1
-    len1 = _spd(x, s, sim, G)
-    len2 = _spd(y, s, sim, G)
-    if len1 < 0 or len2 < 0:
-        return np.nan
-    return (2.0 * depth) / ((len1 + depth) + (len2 + depth))
+def word_dist(code, p0, p1, q0, q1, syn, G, W):
+    """path / lch of a word pair: max over synset pairs (NaN when none has a value)."""
+    anc_ptr, anc_id, anc_dist, maxbfs = G[0], G[1], G[2], G[3]
+    needs_root, pos, lch_depth = G[6], G[8], G[9]
+    ka, va, ga, gen, mask = W[0], W[1], W[2], W[6], W[7][0]
+    best = np.nan
+    for p in range(p0, p1):
+        a = syn[p]
+        gen[0] += 1
+        g = gen[0]
+        _fill(a, anc_ptr, anc_id, anc_dist, ka, va, ga, g, mask)
+        for q in range(q0, q1):
+            b = syn[q]
+            if code == LCH:
+                if pos[a] != pos[b]:
+                    continue  # NLTK raises WordNetError
+                sim = needs_root[a]
+            else:
+                sim = needs_root[a] or needs_root[b]
+            # Synset.shortest_path_distance(a, b, simulate_root=sim)
+            if a == b:
+                d = 0
+            else:
+                d = BIG
+                for t in range(anc_ptr[b], anc_ptr[b + 1]):
+                    v = _get(anc_id[t], ka, va, ga, g, mask)
+                    if v >= 0 and v + anc_dist[t] < d:
+                        d = v + anc_dist[t]
+                if d == BIG:
+                    if not sim:
+                        continue  # None
+                    d = maxbfs[a] + maxbfs[b] + 2  # both reach the simulated *ROOT*
+            if code == PATH:
+                val = 1.0 / (d + 1)
+            else:
+                depth = lch_depth[pos[a]]
+                if depth == 0:
+                    continue
+                raw = -math.log((d + 1) / (2.0 * depth))
+                val = min(max(raw / math.log(2.0 * depth), 0.0), 1.0)
+            if best != best or val > best:
+                best = val
+    return best
 
 
 @njit(cache=True)
-def wup_both(a, b, G):
-    """(a.wup_similarity(b), b.wup_similarity(a)), NaN for None.
+def word_ic(code, p0, p1, q0, q1, syn, G, W):
+    """res / jcn / lin of a word pair: max over synset pairs, mapped into [0, 1]."""
+    anc_ptr, anc_id, anc_dist = G[0], G[1], G[2]
+    pos, ic, max_ic = G[8], G[10], G[11]
+    ka, va, ga, gen, mask = W[0], W[1], W[2], W[6], W[7][0]
+    best = np.nan
+    for p in range(p0, p1):
+        a = syn[p]
+        gen[0] += 1
+        g = gen[0]
+        _fill(a, anc_ptr, anc_id, anc_dist, ka, va, ga, g, mask)
+        for q in range(q0, q1):
+            b = syn[q]
+            if code == JCN and a == b:
+                val = 1.0  # NLTK returns _INF before the IC look-up; INF / (1 + INF) == 1.0
+            else:
+                ic1 = ic[a]
+                ic2 = ic[b]
+                if pos[a] != pos[b] or ic1 != ic1 or ic2 != ic2:
+                    continue  # NLTK raises: POS mismatch or no IC for this POS
+                # _lcs_ic: max IC over common hypernyms, 0 when there are none
+                lcs = 0.0
+                found = False
+                for t in range(anc_ptr[b], anc_ptr[b + 1]):
+                    c = anc_id[t]
+                    if _get(c, ka, va, ga, g, mask) >= 0 and (not found or ic[c] > lcs):
+                        lcs = ic[c]
+                        found = True
+                if code == RES:
+                    val = min(lcs / max_ic, 1.0)
+                elif code == JCN:
+                    if ic1 == 0 or ic2 == 0:
+                        raw = 0.0
+                    else:
+                        diff = ic1 + ic2 - 2 * lcs
+                        raw = INF if diff == 0 else 1 / diff
+                    raw = max(raw, 0.0)
+                    val = raw / (1.0 + raw)
+                else:
+                    den = ic1 + ic2
+                    if den == 0:
+                        continue  # ZeroDivisionError in NLTK
+                    val = min(max((2.0 * lcs) / den, 0.0), 1.0)
+            if best != best or val > best:
+                best = val
+    return best
 
-    lowest_common_hypernyms(use_min_depth=True, simulate_root=need_root): the
-    common hypernyms (plus *ROOT* when simulated) of greatest min_depth, sorted
-    by name; the subsumer is ``self`` when self is among them, else the first.
+
+@njit(cache=True)
+def word_wup(code, p0, p1, q0, q1, syn, G, W):
+    """wup (max over synset pairs of a.wup_similarity(b)) or xia2021's mean in both directions.
+
+    Synset.wup_similarity: lowest_common_hypernyms(use_min_depth=True,
+    simulate_root=need_root) gives the common hypernyms (plus *ROOT* when
+    simulated) of greatest min_depth, sorted by name; the subsumer is ``self``
+    when self is among them, else the first; then 2 * depth / (len1 + len2)
+    with depth = max_depth(subsumer) + 1 and len = distance to it + depth.
     """
-    anc_ptr, anc_id = G[0], G[1]
-    min_depth, needs_root, rank = G[4], G[6], G[7]
-    sim = needs_root[a] or needs_root[b]
-    best = -1
-    best_md = -1
-    best_rank = BIG
-    a_in = False
-    b_in = False
-    i, ie = anc_ptr[a], anc_ptr[a + 1]
-    j, je = anc_ptr[b], anc_ptr[b + 1]
-    while i < ie and j < je:
-        u = anc_id[i]
-        v = anc_id[j]
-        if u == v:
-            md = min_depth[u]
-            if md > best_md or (md == best_md and rank[u] < best_rank):
-                best = u
-                best_md = md
-                best_rank = rank[u]
-            if u == a:
-                a_in = True
-            if u == b:
-                b_in = True
-            i += 1
-            j += 1
-        elif u < v:
-            i += 1
-        else:
-            j += 1
-    if sim:
-        root_rank = rank[rank.shape[0] - 1]
-        if best_md < 0 or (best_md == 0 and root_rank < best_rank):
-            best = ROOT
-            best_md = 0
-    if best == -1:
-        return np.nan, np.nan
-    s_ab = a if (a_in and min_depth[a] == best_md) else best
-    s_ba = b if (b_in and min_depth[b] == best_md) else best
-    ab = _wup_value(a, b, s_ab, sim, G)
-    if s_ba == s_ab:
-        ba = ab  # same subsumer: the formula is symmetric in the two lengths
-    else:
-        ba = _wup_value(b, a, s_ba, sim, G)
-    return ab, ba
-
-
-@njit(cache=True)
-def _lcs_ic(a, b, G):
-    """max IC over common hypernyms (0 when none), as nltk's _lcs_ic."""
-    anc_ptr, anc_id, ic = G[0], G[1], G[10]
-    best = -1.0
-    found = False
-    i, ie = anc_ptr[a], anc_ptr[a + 1]
-    j, je = anc_ptr[b], anc_ptr[b + 1]
-    while i < ie and j < je:
-        u = anc_id[i]
-        v = anc_id[j]
-        if u == v:
-            c = ic[u]
-            if not found or c > best:
-                best = c
-                found = True
-            i += 1
-            j += 1
-        elif u < v:
-            i += 1
-        else:
-            j += 1
-    return best if found else 0.0
-
-
-@njit(cache=True)
-def synset_pair(code, a, b, G):
-    """One synset pair's value, already mapped into [0, 1] (NaN = NLTK gave None/raised)."""
-    needs_root, pos, lch_depth, ic, max_ic = G[6], G[8], G[9], G[10], G[11]
-    if code == PATH:
-        d = _spd(a, b, needs_root[a] or needs_root[b], G)
-        if d < 0:
-            return np.nan
-        return 1.0 / (d + 1)
-    if code == WUP:
-        ab, ba = wup_both(a, b, G)
-        return ab
-    if code == JCN and a == b:
-        return 1.0  # NLTK returns _INF before looking at the IC; INF / (1 + INF) == 1.0
-    if pos[a] != pos[b]:
-        return np.nan  # NLTK raises WordNetError
-    if code == LCH:
-        depth = lch_depth[pos[a]]
-        d = _spd(a, b, needs_root[a], G)
-        if d < 0 or depth == 0:
-            return np.nan
-        raw = -math.log((d + 1) / (2.0 * depth))
-        v = raw / math.log(2.0 * depth)
-        return min(max(v, 0.0), 1.0)
-    ic1 = ic[a]
-    ic2 = ic[b]
-    if ic1 != ic1 or ic2 != ic2:
-        return np.nan  # no IC for this part of speech: NLTK raises
-    lcs = _lcs_ic(a, b, G)
-    if code == RES:
-        return min(lcs / max_ic, 1.0)
-    if code == JCN:
-        if ic1 == 0 or ic2 == 0:
-            raw = 0.0
-        else:
-            diff = ic1 + ic2 - 2 * lcs
-            raw = INF if diff == 0 else 1 / diff
-        raw = max(raw, 0.0)
-        return raw / (1.0 + raw)
-    if code == LIN:
-        den = ic1 + ic2
-        if den == 0:
-            return np.nan  # ZeroDivisionError in NLTK
-        v = (2.0 * lcs) / den
-        return min(max(v, 0.0), 1.0)
-    return np.nan
-
-
-@njit(cache=True)
-def word_pair(code, p0, p1, q0, q1, syn, G):
-    """A word pair from the synset lists syn[p0:p1] and syn[q0:q1].
-
-    ``xia2021``: mean of wup over all synset pairs in both directions (0 if
-    NLTK gave None for all); other measures: max over synset pairs (NaN when
-    no pair has a value).  Empty lists are handled by the caller.
-    """
-    if code == XIA:
-        s1 = 0.0
-        s2 = 0.0
-        c1 = 0
-        c2 = 0
-        for p in range(p0, p1):
-            for q in range(q0, q1):
-                ab, ba = wup_both(syn[p], syn[q], G)
+    anc_ptr, anc_id, anc_dist, maxbfs = G[0], G[1], G[2], G[3]
+    min_depth, max_depth, needs_root, rank = G[4], G[5], G[6], G[7]
+    ka, va, ga, kb, vb, gb, gen, mask = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7][0]
+    root_rank = rank[rank.shape[0] - 1]
+    s1 = 0.0
+    s2 = 0.0
+    c1 = 0
+    c2 = 0
+    best = np.nan
+    for p in range(p0, p1):
+        a = syn[p]
+        gen[0] += 1
+        g1 = gen[0]
+        _fill(a, anc_ptr, anc_id, anc_dist, ka, va, ga, g1, mask)
+        for q in range(q0, q1):
+            b = syn[q]
+            gen[0] += 1
+            g2 = gen[0]
+            sim = needs_root[a] or needs_root[b]
+            sub = -1
+            sub_md = -1
+            sub_rank = BIG
+            a_in = False
+            for t in range(anc_ptr[b], anc_ptr[b + 1]):
+                c = anc_id[t]
+                h = _slot(c, mask)  # b's table, for distances from b
+                while gb[h] == g2:
+                    h = (h + 1) & mask
+                gb[h] = g2
+                kb[h] = c
+                vb[h] = anc_dist[t]
+                if _get(c, ka, va, ga, g1, mask) >= 0:
+                    md = min_depth[c]
+                    if md > sub_md or (md == sub_md and rank[c] < sub_rank):
+                        sub = c
+                        sub_md = md
+                        sub_rank = rank[c]
+                    if c == a:
+                        a_in = True
+            if sim and (sub_md < 0 or (sub_md == 0 and root_rank < sub_rank)):
+                sub = ROOT
+                sub_md = 0
+            if sub == -1:
+                ab = np.nan
+                ba = np.nan
+            else:
+                b_in = _get(b, ka, va, ga, g1, mask) >= 0
+                s_ab = a if (a_in and min_depth[a] == sub_md) else sub
+                s_ba = b if (b_in and min_depth[b] == sub_md) else sub
+                depth = 1 if s_ab == ROOT else max_depth[s_ab] + 1
+                l1 = _spd_to(a, s_ab, sim, anc_ptr, anc_id, anc_dist, maxbfs, ka, va, ga, g1, mask)
+                l2 = _spd_to(b, s_ab, sim, anc_ptr, anc_id, anc_dist, maxbfs, kb, vb, gb, g2, mask)
+                ab = np.nan if (l1 < 0 or l2 < 0) else (2.0 * depth) / ((l1 + depth) + (l2 + depth))
+                if code == WUP or s_ba == s_ab:
+                    ba = ab  # same subsumer: the formula is symmetric in the two lengths
+                else:
+                    depth = 1 if s_ba == ROOT else max_depth[s_ba] + 1
+                    l1 = _spd_to(b, s_ba, sim, anc_ptr, anc_id, anc_dist, maxbfs, kb, vb, gb, g2, mask)
+                    l2 = _spd_to(a, s_ba, sim, anc_ptr, anc_id, anc_dist, maxbfs, ka, va, ga, g1, mask)
+                    ba = np.nan if (l1 < 0 or l2 < 0) else (2.0 * depth) / ((l1 + depth) + (l2 + depth))
+            if code == XIA:
                 if ab == ab:
                     s1 += ab
                     c1 += 1
                 if ba == ba:
                     s2 += ba
                     c2 += 1
+            elif ab == ab and (best != best or ab > best):
+                best = ab
+    if code == XIA:
         if c1 + c2 == 0:
             return 0.0
         return (s1 + s2) / (c1 + c2)
-    best = np.nan
-    for p in range(p0, p1):
-        for q in range(q0, q1):
-            v = synset_pair(code, syn[p], syn[q], G)
-            if v == v and (best != best or v > best):
-                best = v
     return best
 
 
 @njit(cache=True)
-def pairs_kernel(code, left, right, todo, w_ptr, w_syn, G, out):
+def word_pair(code, p0, p1, q0, q1, syn, G, W):
+    """A word pair from the synset lists syn[p0:p1] (left) and syn[q0:q1] (right)."""
+    if code == PATH or code == LCH:
+        return word_dist(code, p0, p1, q0, q1, syn, G, W)
+    if code == RES or code == JCN or code == LIN:
+        return word_ic(code, p0, p1, q0, q1, syn, G, W)
+    return word_wup(code, p0, p1, q0, q1, syn, G, W)
+
+
+def workspace(max_ancestors: int) -> tuple:
+    """Two small hash tables (keys, values, generations), the generation counter, the mask."""
+    size = 1
+    while size < 4 * max(max_ancestors, 1):
+        size *= 2
+    return (
+        np.zeros(size, np.int32), np.zeros(size, np.int32), np.zeros(size, np.int64),
+        np.zeros(size, np.int32), np.zeros(size, np.int32), np.zeros(size, np.int64),
+        np.zeros(1, np.int64), np.array([size - 1], np.int64),
+    )
+
+
+@njit(cache=True)
+def pairs_kernel(code, left, right, todo, w_ptr, w_syn, G, W, out):
     """out[k] = word_pair(left[k], right[k]) where todo[k]; words index w_ptr."""
     for k in range(left.shape[0]):
         if todo[k]:
             i = left[k]
             j = right[k]
-            out[k] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G)
+            out[k] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
 
 
 @njit(cache=True)
-def matrix_kernel(code, rows, cols, todo, w_ptr, w_syn, G, out):
+def matrix_kernel(code, rows, cols, todo, w_ptr, w_syn, G, W, out):
     """out[r, c] = word_pair(rows[r], cols[c]) where todo[r, c]."""
     for r in range(rows.shape[0]):
         i = rows[r]
         for c in range(cols.shape[0]):
             if todo[r, c]:
                 j = cols[c]
-                out[r, c] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G)
+                out[r, c] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)

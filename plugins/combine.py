@@ -119,7 +119,7 @@ class CombineProvider(PriorProvider):
 
 
 def reduce_stack(stack: np.ndarray, how: str, weights: np.ndarray | None = None) -> np.ndarray:
-    """Combine (K, L, R) child values into (L, R); NaN = unknown, all-NaN stays NaN."""
+    """Combine (K, ...) child values into (...); NaN = unknown, all-NaN stays NaN."""
     known = ~np.isnan(stack)                                         # (K, L, R)
     any_known = known.any(axis=0)                                    # (L, R)
     filled = np.where(known, stack, 0.0).astype(np.float64)
@@ -128,7 +128,7 @@ def reduce_stack(stack: np.ndarray, how: str, weights: np.ndarray | None = None)
     elif how == "mean":
         out = filled.sum(axis=0) / np.maximum(known.sum(axis=0), 1)
     elif how == "weighted":
-        w = weights.reshape(-1, 1, 1)
+        w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (stack.ndim - 1))
         mass = (w * known).sum(axis=0)
         out = np.divide((w * filled).sum(axis=0), mass, out=np.zeros(mass.shape), where=mass > 0)
         any_known &= mass > 0           # known only by zero-weight children: no opinion

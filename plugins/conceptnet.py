@@ -53,6 +53,7 @@ class ConceptNetProvider(PriorProvider):
         min_weight: float = 0.0,
         relation_weights: Mapping[str, float] | None = None,
         hops: int = 2,
+        power: float = 0.5,
         lemmatize: bool = True,
         embeddings: str | os.PathLike | None = None,
         cache_dir: str | os.PathLike | None = None,
@@ -66,6 +67,8 @@ class ConceptNetProvider(PriorProvider):
         :param min_weight: drop edges whose JSON weight is below this.
         :param relation_weights: override the weight (in [0, 1]) of some relations.
         :param hops: 1 = direct edges only; 2 = closed-neighbourhood cosine (default).
+        :param power: graph values are raised to this power (0.5 spreads the small
+            cosines over [0, 1]; ranks never change).
         :param lemmatize: look up base forms ("dogs" -> "dog") when a word itself is unknown.
         :param embeddings: Numberbatch-style text vectors: cosine where both words have one.
         :param cache_dir: where derived indexes go (default ``priorkit_home()/index``).
@@ -84,6 +87,8 @@ class ConceptNetProvider(PriorProvider):
                 raise PriorkitError("conceptnet: relations= is empty; pass None to keep every relation")
         if hops not in (1, 2):
             raise PriorkitError(f"conceptnet: hops must be 1 or 2, not {hops!r}")
+        if not (0.0 < float(power) <= 4.0):
+            raise PriorkitError(f"conceptnet: power must be in (0, 4], not {power!r}")
         if not np.isfinite(float(min_weight)):
             raise PriorkitError(f"conceptnet: min_weight must be a finite number, not {min_weight!r}")
         params: dict[str, Any] = {
@@ -93,6 +98,7 @@ class ConceptNetProvider(PriorProvider):
             "min_weight": float(min_weight),
             "relation_weights": dict(relation_weights) if relation_weights else None,
             "hops": int(hops),
+            "power": float(power),
             "lemmatize": bool(lemmatize),
             "embeddings": None if embeddings is None else str(embeddings),
         }
@@ -134,6 +140,7 @@ class ConceptNetProvider(PriorProvider):
             min_weight=self.params["min_weight"],
             relation_weights=self.params["relation_weights"],
             hops=self.params["hops"],
+            power=self.params["power"],
             lemmatize_words=self.params["lemmatize"],
             source=str(self.data_path),
         )

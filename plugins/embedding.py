@@ -60,9 +60,11 @@ class _EmbeddingBase(PriorProvider):
     symmetric = True
 
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        self.prepare([*left, *right])                           # one batch for both sides
         lv, lok = self.vectors_for(left)                        # (L, D), (L,)
         rv, rok = self.vectors_for(right)                       # (R, D), (R,)
-        cos = lv @ rv.T                                         # (L, R)
+        # float64 products: values then do not depend on how words were batched (BLAS order)
+        cos = lv.astype(np.float64) @ rv.astype(np.float64).T   # (L, R)
         out = cosine_to_unit(cos, self.params["scale"]).astype(np.float32)
         same = np.asarray(left, dtype=object)[:, None] == np.asarray(right, dtype=object)[None, :]
         out[same] = 1.0                                         # a word is itself, whatever its vector
@@ -71,7 +73,11 @@ class _EmbeddingBase(PriorProvider):
             out[:, ~rok] = np.nan
         return out
 
+    def prepare(self, words: Sequence[str]) -> None:
+        """Make vectors of ``words`` available (a model encodes the missing ones in one batch)."""
+
     def vectors_for(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(len(words), D) unit vectors and a (len(words),) mask of known words."""
         raise NotImplementedError
 
 
@@ -142,7 +148,7 @@ class SentenceEmbeddingProvider(_EmbeddingBase):
                                  convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
 
-    def vectors_for(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def prepare(self, words: Sequence[str]) -> None:
         with self._cache_lock:
             missing = [w for w in dict.fromkeys(words) if w not in self._cache]
         if missing:
@@ -153,8 +159,12 @@ class SentenceEmbeddingProvider(_EmbeddingBase):
                     for key in list(self._cache)[: len(self._cache) + len(missing) - self.max_cache]:
                         del self._cache[key]
                 self._cache.update(zip(missing, encoded))
+
+    def vectors_for(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        self.prepare(words)
         with self._cache_lock:
-            vecs = np.stack([self._cache[w] if w in self._cache else self.encode([w])[0] for w in words])
+            vecs = np.stack([self._cache[w] if w in self._cache else self.encode([w.replace("_", " ")])[0]
+                             for w in words])  # evicted meanwhile: encode again
         return vecs, np.ones(len(words), dtype=bool)
 
 

@@ -8,9 +8,9 @@ intrinsic information content).  Phrases that name no concept are NaN ("no
 knowledge"), so a combination can fall back to another source.
 
     >>> p = priorkit.get_provider("ontology", measure="lin")   # HPO
-    >>> p.recognise("Patient with acute myocardial infarction .".split())
-    [Mention(start=3, end=5, concept_ids=('HP:0001658',), text='myocardial infarction')]
-    >>> p.similarity(["myocardial infarction"], ["angina pectoris", "banana"])
+    >>> p.recognise("Patient with myocardial infarction .".split())
+    [Mention(start=2, end=4, concept_ids=('HP:0001658',), text='myocardial infarction')]
+    >>> p.similarity(["myocardial infarction"], ["angina pectoris", "banana"])  # (1, 2), NaN for banana
 
 See docs/providers/ontology.md for formats, normalisation and formulas.
 """
@@ -22,6 +22,7 @@ import os
 import pickle
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -34,14 +35,14 @@ from priorkit.resources import priorkit_home, resource_path
 
 from ._ontology_graph import IC_METHODS, MEASURES, ConceptGraph
 from ._ontology_match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
-from ._ontology_model import SCOPES, OntologyData, ProblemLog
+from ._ontology_model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog
 from ._ontology_rdf import RDF_SUFFIXES
 from ._ontology_rrf import HIERARCHICAL_RELS
 
 __all__ = ["OntologyProvider", "Mention", "load_ontology", "detect_format"]
 
 #: bump when the cached index layout or parsing changes
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 FORMATS = ("obo", "rrf", "owl", "rdf", "xml", "ttl", "turtle", "nt", "n3", "json-ld")
 _RDF_NAMES = {"owl": "xml", "rdf": "xml", "xml": "xml", "ttl": "turtle", "turtle": "turtle",
               "nt": "nt", "n3": "n3", "json-ld": "json-ld"}
@@ -52,10 +53,13 @@ _MEMO_LIMIT = 2_000_000
 class OntologyIndex:
     """Everything derived from one ontology file: data, DAG arrays, name matcher."""
 
-    def __init__(self, data: OntologyData, graph: ConceptGraph, matcher: ConceptMatcher) -> None:
+    def __init__(self, data: OntologyData, graph: ConceptGraph, matcher: ConceptMatcher,
+                 notes: Sequence[str] = ()) -> None:
         self.data = data
         self.graph = graph
         self.matcher = matcher
+        #: the malformed-line warnings of the parse, repeated when loading from the cache
+        self.notes = list(notes)
 
 
 # ---- locating and reading ---------------------------------------------------
@@ -139,7 +143,7 @@ def load_ontology(
     """Parse an ontology file into :class:`OntologyData` (no cache, no index)."""
     from ._ontology_obo import read_obo
     from ._ontology_rdf import read_rdf
-    from ._ontology_rrf import read_rrf
+    from ._ontology_rrf import locate, read_rrf
 
     p = Path(path).expanduser() if path is not None else default_path()
     if not p.exists():
@@ -148,26 +152,21 @@ def load_ontology(
             "(or a folder holding MRCONSO.RRF and MRREL.RRF)"
         )
     kind, rdf_format = detect_format(p, format)
-    problems = ProblemLog(p, strict)
-    if kind == "obo":
-        data = read_obo(p, problems)
-    elif kind == "rdf":
-        data = read_rdf(p, rdf_format, problems, language=language if language is not None else "en")
-    else:
-        from ._ontology_rrf import locate
-
+    if kind == "rrf":
         conso, rel = locate(p)
-        problems = ProblemLog(conso, strict)
-        rel_problems = ProblemLog(rel, strict)
-        try:
-            data = read_rrf(p, problems, rel_problems, language=language if language is not None else "ENG",
-                            sources=sources, relations=relations, rela=rela)
-        finally:
-            problems.emit()
-            rel_problems.emit()
-        return data
-    problems.emit()
-    return data
+        logs = [ProblemLog(conso, strict), ProblemLog(rel, strict)]
+    else:
+        logs = [ProblemLog(p, strict)]
+    try:
+        if kind == "obo":
+            return read_obo(p, logs[0])
+        if kind == "rdf":
+            return read_rdf(p, rdf_format, logs[0], language=language if language is not None else "en")
+        return read_rrf(p, logs[0], logs[1], language=language if language is not None else "ENG",
+                        sources=sources, relations=relations, rela=rela)
+    finally:
+        for log in logs:  # one warning per file, also when a later error aborts the read
+            log.emit()
 
 
 def _subset(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
@@ -178,7 +177,7 @@ def _subset(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> On
     root_idx = np.array([data.index(r) for r in roots])
     rows = np.repeat(np.arange(graph.n_nodes), np.diff(graph.anc_ptr))
     keep = np.unique(rows[np.isin(graph.anc_idx, root_idx)])
-    keep = keep[keep < data.__len__()]
+    keep = keep[keep < len(data)]  # not the virtual root
     renum = np.full(graph.n_nodes, -1)
     renum[keep] = np.arange(keep.size)
     edges = [(int(renum[c]), int(renum[p])) for c, p in data.edges if renum[c] >= 0 and renum[p] >= 0]
@@ -270,7 +269,7 @@ class OntologyProvider(PriorProvider):
         if kind == "rrf":
             from ._ontology_rrf import locate
 
-            return list(locate(p))
+            return list(locate(p))  # MRCONSO and MRREL
         return [p]
 
     def data_checksum(self) -> str:
@@ -296,6 +295,10 @@ class OntologyProvider(PriorProvider):
                 self.loaded_from_cache = True
             except Exception:  # noqa: BLE001 - a broken cache file is rebuilt, not fatal
                 self._index = None
+            else:
+                for note in self._index.notes:  # skipped lines stay visible on every load
+                    warnings.warn(f"{note}\n(parsed earlier; index read from {cache_file})",
+                                  OntologyFormatWarning, stacklevel=3)
         if self._index is None:
             self._index = self._build()
             if cache_file is not None:
@@ -304,8 +307,16 @@ class OntologyProvider(PriorProvider):
 
     def _build(self) -> OntologyIndex:
         p = self.params
-        data = load_ontology(self._path(), p["format"], strict=p["strict"], language=p["language"],
-                             sources=p["sources"], relations=p["relations"], rela=p["rela"])
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", OntologyFormatWarning)
+                data = load_ontology(self._path(), p["format"], strict=p["strict"], language=p["language"],
+                                     sources=p["sources"], relations=p["relations"], rela=p["rela"])
+        finally:
+            for w in caught:  # pass them on (also before an error), and keep ours for cached loads
+                warnings.warn(w.message, stacklevel=3)
+        notes = [str(w.message) for w in caught if issubclass(w.category, OntologyFormatWarning)]
         graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
         if p["roots"]:
             data = _subset(data, graph, p["roots"])
@@ -322,7 +333,7 @@ class OntologyProvider(PriorProvider):
         matcher.freeze()
         if not len(matcher):
             raise DataFormatError(f"{data.source}: no concept has a usable name, so no text can be recognised")
-        return OntologyIndex(data, graph, matcher)
+        return OntologyIndex(data, graph, matcher, notes)
 
     @property
     def index(self) -> OntologyIndex:

@@ -111,6 +111,7 @@ class WordNetProvider(PriorProvider):
         self._G: tuple | None = None
         self._words: dict[str, tuple[np.ndarray, set[str] | None]] = {}
         self.load_seconds: float | None = None
+        self._tls = threading.local()
         if self.path is not None:
             self.location()  # a bad path fails here, at construction
 
@@ -154,6 +155,14 @@ class WordNetProvider(PriorProvider):
         self._index = idx
         self._G = G
         self.load_seconds = time.perf_counter() - t0
+
+    def _workspace(self) -> tuple:
+        """Per-thread scratch arrays for the kernels (one provider may serve several threads)."""
+        ws = getattr(self._tls, "ws", None)
+        if ws is None:
+            a = self._index.arrays["anc_ptr"]
+            ws = self._tls.ws = K.workspace(int((a[1:] - a[:-1]).max()))
+        return ws
 
     @property
     def index(self) -> wnindex.WordNetIndex:
@@ -210,7 +219,7 @@ class WordNetProvider(PriorProvider):
         else:
             out[:] = np.nan
         if todo.any():
-            K.matrix_kernel(self._code, rows, cols, todo, ptr, syn, self._G, out)
+            K.matrix_kernel(self._code, rows, cols, todo, ptr, syn, self._G, self._workspace(), out)
         return out
 
     def _xia_prefill(self, left, right, rows, cols, known, todo, out) -> None:
@@ -286,7 +295,7 @@ class WordNetProvider(PriorProvider):
             out = np.full(n, np.nan, dtype=np.float64)
             todo = both
         if todo.any():
-            K.pairs_kernel(self._code, li, ri, todo, ptr, syn, self._G, out)
+            K.pairs_kernel(self._code, li, ri, todo, ptr, syn, self._G, self._workspace(), out)
         return validate_output(out, (n,), self)  # type: ignore[arg-type]
 
     def describe(self) -> dict[str, Any]:

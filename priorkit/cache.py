@@ -383,6 +383,8 @@ class PriorCache:
         if write and self.read_only:
             raise CacheError(f"{self.path} was opened read-only; open PriorCache(path) to write")
         self._check_file()
+        if not self.read_only and not self.path.exists():
+            write = True  # a writable cache is created on first use, even by a read
         if write:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -462,7 +464,6 @@ class PriorCache:
                 )
         elif tables:
             raise self._foreign(tables)
-        self._check_size(con)
         if version == SCHEMA_VERSION:
             return
         if not write:
@@ -484,18 +485,6 @@ class PriorCache:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-
-    def _check_size(self, con) -> None:
-        """A file shorter than its block count says was truncated behind DuckDB's back."""
-        row = _first(con.execute("PRAGMA database_size"))
-        block_size, total_blocks = int(row[2]), int(row[3])
-        expected = _HEADER_BYTES + block_size * total_blocks
-        size = self.path.stat().st_size
-        if size < expected:
-            raise CacheError(
-                f"{self.path} is truncated ({size} bytes, its header promises {expected}); it was left "
-                "untouched. Restore it from a copy or move it away and precompute again"
-            )
 
     def _foreign(self, tables: set[str]) -> CacheError:
         shown = ", ".join(sorted(tables)[:8])

@@ -225,20 +225,23 @@ def correlations(values: np.ndarray, gold: np.ndarray, neutral: float | str = "m
             "covered": n, "coverage": n / len(values) if len(values) else nan}
 
 
-def evaluate(provider: PriorProvider, pairs: WordPairs | str | Path, *, label: str | None = None,
-             neutral: float | str = "median") -> EvalResult:
-    """Score one provider on one benchmark (loads the provider first, timed separately)."""
-    if not isinstance(pairs, WordPairs):
-        pairs = read_word_pairs(pairs)
+def timed_values(provider: PriorProvider, pairs: WordPairs) -> tuple[np.ndarray, float, float]:
+    """(values (P,), seconds for the pairs, seconds to load): the raw material of a result."""
     t0 = time.perf_counter()
     provider.ensure_loaded()
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     values = pair_values(provider, pairs.left, pairs.right)
-    seconds = time.perf_counter() - t0
+    return values, time.perf_counter() - t0, load_s
+
+
+def result_from_values(values: np.ndarray, pairs: WordPairs, *, label: str, seconds: float = float("nan"),
+                       load_seconds: float = float("nan"), fingerprint: str = "",
+                       neutral: float | str = "median") -> EvalResult:
+    """An :class:`EvalResult` from pair values computed elsewhere (e.g. a combination search)."""
     stats = correlations(values, pairs.gold, neutral)
     return EvalResult(
-        provider=label or provider.name,
+        provider=label,
         benchmark=pairs.name,
         pairs=len(pairs),
         covered=stats["covered"],
@@ -248,10 +251,20 @@ def evaluate(provider: PriorProvider, pairs: WordPairs | str | Path, *, label: s
         spearman_full=stats["spearman_full"],
         neutral=stats["neutral"],
         seconds=seconds,
-        pairs_per_s=len(pairs) / seconds if seconds > 0 else float("inf"),
-        load_seconds=load_s,
-        fingerprint=provider.fingerprint,
+        pairs_per_s=len(pairs) / seconds if seconds > 0 else float("nan"),
+        load_seconds=load_seconds,
+        fingerprint=fingerprint,
     )
+
+
+def evaluate(provider: PriorProvider, pairs: WordPairs | str | Path, *, label: str | None = None,
+             neutral: float | str = "median") -> EvalResult:
+    """Score one provider on one benchmark (loads the provider first, timed separately)."""
+    if not isinstance(pairs, WordPairs):
+        pairs = read_word_pairs(pairs)
+    values, seconds, load_s = timed_values(provider, pairs)
+    return result_from_values(values, pairs, label=label or provider.name, seconds=seconds,
+                              load_seconds=load_s, fingerprint=provider.fingerprint, neutral=neutral)
 
 
 def evaluate_many(providers: Mapping[str, PriorProvider], benchmarks: Iterable[WordPairs | str | Path],
@@ -343,26 +356,27 @@ def results_rows(results: Sequence[EvalResult]) -> tuple[list[str], list[str], d
 
 
 _CELLS = (("Spearman", lambda r: _fmt(r.spearman)), ("full", lambda r: _fmt(r.spearman_full)),
-          ("Pearson", lambda r: _fmt(r.pearson)), ("cov", lambda r: _fmt(r.coverage, 3)),
-          ("pairs/s", lambda r: f"{r.pairs_per_s:,.0f}"))
+          ("Pearson", lambda r: _fmt(r.pearson)), ("coverage", lambda r: _fmt(r.coverage, 3)),
+          ("pairs/s", lambda r: "-" if math.isnan(r.pairs_per_s) else f"{r.pairs_per_s:,.0f}"))
 
 
 def results_table(results: Sequence[EvalResult], title: str = "prior vs human similarity"):
-    """A rich Table: one row per provider, a column group per benchmark."""
+    """A rich Table: one section per benchmark, one row per provider, aligned for comparison."""
     from rich.table import Table
 
     providers, benches, grid = results_rows(results)
     table = Table(title=title)
-    table.add_column("provider", no_wrap=False)
-    for b in benches:
-        for cell, _ in _CELLS:
-            table.add_column(f"{b}\n{cell}", justify="right")
-    for p in providers:
-        row = [p]
-        for b in benches:
-            r = grid[p].get(b)
-            row += [fn(r) if r else "" for _, fn in _CELLS]
-        table.add_row(*row)
+    table.add_column("benchmark")
+    table.add_column("provider", overflow="fold")
+    table.add_column("pairs", justify="right")
+    for cell, _ in _CELLS:
+        table.add_column(cell, justify="right")
+    for bi, b in enumerate(benches):
+        rows = [p for p in providers if b in grid[p]]
+        for i, p in enumerate(rows):
+            r = grid[p][b]
+            table.add_row(b if i == 0 else "", p, str(r.pairs), *[fn(r) for _, fn in _CELLS],
+                          end_section=(i == len(rows) - 1 and bi < len(benches) - 1))
     return table
 
 

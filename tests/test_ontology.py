@@ -315,6 +315,8 @@ def test_recognition_longest_match_case_and_punctuation(cardio):
         ("type II diabetes", ("C9000052",)),
         ("Seizures", ("C9000065",)),
     ]
+    assert p.recognise(["heart-attack-like", "today"]) == []  # a mention never ends inside a word
+    assert p.recognise(["pre-heart", "attack"]) == []  # nor starts inside one
     spans = p.segment(words)
     assert spans[7] == (7, 10)
     assert [s for s in spans if s[1] - s[0] > 1] == [(7, 10), (18, 22), (23, 26)]
@@ -331,7 +333,7 @@ def test_aligner_style_keys_are_recognised(cardio):
         assert texts == [("C9000052",), ("C9000013",)], words
 
 
-_VOCAB = ["myocardial", "infarction", "heart", "attack", "acute", "Angina", "pectoris", ",", "-", "(", "the",
+_VOCAB = ["myocardial", "infarction", "heart", "attack", "attack-like", "acute", "Angina", "pectoris", ",", "-", "(", "the",
           "fever", "CHF", "type", "2", "diabetes", "mellitus", "banana", "Pain", "chest", "s", "'"]
 
 
@@ -383,6 +385,15 @@ def test_malformed_obo_warns_once_with_lines_or_fails_when_strict():
     assert sorted(p.ontology.names) == ["Child term", "Orphan child", "Root term"]
     with pytest.raises(DataFormatError, match=r"bad\.obo:11: not a 'tag: value' line"):
         provider(BAD / "bad.obo", strict=True).ensure_loaded()
+
+
+def test_skipped_lines_are_reported_again_from_the_cache(tmp_path):
+    with pytest.warns(OntologyFormatWarning, match="skipped 5 malformed"):
+        provider(BAD / "bad.obo", cache=str(tmp_path)).ensure_loaded()
+    again = provider(BAD / "bad.obo", cache=str(tmp_path))
+    with pytest.warns(OntologyFormatWarning, match=r"(?s)skipped 5 malformed.*index read from"):
+        again.ensure_loaded()
+    assert again.loaded_from_cache
 
 
 def test_malformed_rrf_lines_are_counted_per_file():

@@ -32,7 +32,8 @@ def tiny_model(tmp_path_factory, minilm_tokenizer):
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                        initializer_range=0.1)  # larger logits: the prior's effect is visible
     folder = tmp_path_factory.mktemp("tiny-bert")
     BertModel(config).save_pretrained(folder)
     minilm_tokenizer.save_pretrained(folder)
@@ -54,7 +55,7 @@ def stsb_config(tmp_path: Path, model: str, **extra) -> dict:
                  "eval": {"source": "stsb", "split": "dev", "sample": 24}},
         "prior": {"name": "paper", "preset": "paper"},
         "train": {"epochs": 1, "batch_size": 8, "eval_batch_size": 32, "learning_rate": 1e-3,
-                  "progress": False, "logging_steps": 1, "threads": 2},
+                  "progress": False, "logging_steps": 1, "threads": 1},
     }
     for key, value in extra.items():
         section, _, field = key.partition("__")
@@ -103,17 +104,17 @@ def test_yaml_lines_are_recorded():
 
 
 @pytest.mark.parametrize("body, line, field, words", [
-    ("train:\n  epochs: 2\n  learning_rate: fast\n", 5, "train.learning_rate", "expected a number"),
-    ("train:\n  learning_rat: 1e-4\n", 4, "train.learning_rat", "did you mean 'train.learning_rate'"),
-    ("task:\n  type: regresion\n", 4, "task.type", "did you mean 'regression'"),
-    ("task:\n  type: token-classification\nprior:\n  preset: paper\n", 6, "prior.preset", "single sentences"),
-    ("train:\n  fraction: 1.5\n", 4, "train.fraction", "(0, 1]"),
-    ("sweep:\n  fractions: [0.1, 0.0]\n", 4, "sweep.fractions.1", "(0, 1]"),
-    ("prior:\n  attention:\n    mode: gate\n    layers: [0, -1]\n", 6, "prior.attention.layers", "non-negative"),
+    ("train:\n  epochs: 2\n  learning_rate: fast\n", 6, "train.learning_rate", "expected a number"),
+    ("train:\n  learning_rat: 1e-4\n", 5, "train.learning_rat", "did you mean 'train.learning_rate'"),
+    ("task:\n  type: regresion\n", 5, "task.type", "did you mean 'regression'"),
+    ("task:\n  type: token-classification\nprior:\n  preset: paper\n", 7, "prior.preset", "single sentences"),
+    ("train:\n  fraction: 1.5\n", 5, "train.fraction", "(0, 1]"),
+    ("sweep:\n  fractions: [0.1, 0.0]\n", 5, "sweep.fractions.1", "(0, 1]"),
+    ("prior:\n  attention:\n    mode: gate\n    layers: [0, -1]\n", 7, "prior.attention.layers", "non-negative"),
 ])
 def test_config_errors_name_file_line_and_field(tmp_path, body, line, field, words):
     path = tmp_path / "bad.yaml"
-    path.write_text("data:\n  train: {source: stsb}\n" + body)
+    path.write_text("data:\n  train: {source: stsb}\n  eval: {source: stsb, split: dev}\n" + body)
     with pytest.raises(ConfigError) as err:
         load_config(path)
     msg = str(err.value)
@@ -138,7 +139,7 @@ def test_config_error_for_data_source_and_yaml_syntax(tmp_path):
 
 
 def test_override_errors_name_the_override(tmp_path):
-    path = _write(tmp_path / "ok.yaml", "data:\n  train: {source: stsb}\n")
+    path = _write(tmp_path / "ok.yaml", "data:\n  train: {source: stsb}\n  eval: {source: stsb, split: dev}\n")
     with pytest.raises(ConfigError, match=r"^--set train.batch_size=many: train.batch_size: expected an integer"):
         load_config(path, ["train.batch_size=many"])
     with pytest.raises(ConfigError, match=r"expected FIELD=VALUE"):
@@ -289,7 +290,7 @@ def test_interrupted_training_resumes_to_the_same_model(tmp_path, tiny_model):
     def cfg(sub):
         return config_from_dict(stsb_config(tmp_path / sub, tiny_model, train={
             "epochs": 2, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "save": "steps",
-            "save_steps": 3, "threads": 2}))
+            "save_steps": 3, "threads": 1}))
 
     reference = run_pipeline(cfg("ref"), steps=("train", "evaluate"), log=lambda s: None)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -335,14 +336,14 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     pred = trained.predict(eval_examples)
     score = regression_metrics(pred[:, 0] * 5.0, np.array([e["label"] for e in eval_examples]))
     assert score["spearman"] == pytest.approx(result.metrics["metrics"]["eval"]["spearman"], abs=1e-5)
-    # ... and the prior matters: the same weights without prior attention give other outputs
+    # ... and the prior matters: the same weights without prior attention compute other states
     plain = AutoModelForSequenceClassification.from_pretrained(str(result.spec.run_dir / "model")).eval()
     batch = trained.collator()([trained.task.encode(e) for e in eval_examples[:8]])
     batch.pop("labels")
     prior = batch.pop("prior")
     with torch.no_grad():
-        with_prior = trained.model.eval()(**batch, prior=prior).logits
-        without = plain(**batch).logits
+        with_prior = trained.model.eval()(**batch, prior=prior, output_hidden_states=True).hidden_states[1]
+        without = plain(**batch, output_hidden_states=True).hidden_states[1]
     assert not torch.allclose(with_prior, without, atol=1e-4)
 
 
@@ -361,7 +362,7 @@ def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 48},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 24}},
         "prior": {"name": "wup", "provider": "wordnet", "params": {"measure": "wup"}, "layout": "full"},
-        "train": {"epochs": 2, "batch_size": 8, "learning_rate": 3e-3, "progress": False, "threads": 2},
+        "train": {"epochs": 2, "batch_size": 8, "learning_rate": 3e-3, "progress": False, "threads": 1},
     }
     cfg = config_from_dict(raw)
     result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
@@ -425,3 +426,90 @@ def test_sweep_table_plot_and_cli(tmp_path, tiny_model):
     assert res2.exit_code == 0 and "train: done" not in res2.output
     assert sorted(p.stat().st_mtime_ns for p in out.rglob("metrics.json")) == stamps
     assert math.isfinite(float(rows[0]["eval_pearson"]))
+
+
+def test_pair_classification_from_jsonl_with_column_mapping_via_cli(tmp_path, tiny_model):
+    """MRPC-style layout: a JSONL file with its own column names, labels as strings."""
+    import yaml
+    from click.testing import CliRunner
+
+    from priorkit.cli import cli
+    from priorkit.datasets import read_stsb
+    from priorkit.resources import stsb_path
+
+    pairs = read_stsb(stsb_path("train"), limit=80)
+    rows = [{"s1": p.text_a, "s2": p.text_b, "verdict": "similar" if p.label >= 3 else "different"}
+            for p in pairs]
+    (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:48]) + "\n")
+    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(r) for r in rows[48:]) + "\n")
+    columns = {"text_a": "s1", "text_b": "s2", "label": "verdict"}
+    raw = {
+        "name": "tiny-pairs",
+        "output_dir": str(tmp_path / "runs"),
+        "model": {"name_or_path": tiny_model, "max_length": 32},
+        "task": {"type": "pair-classification", "metric": "f1"},
+        "data": {"train": {"path": str(tmp_path / "train.jsonl"), "columns": columns},
+                 "eval": {"path": str(tmp_path / "dev.jsonl"), "format": "jsonl", "columns": columns}},
+        "prior": {"name": "paper", "preset": "paper"},
+        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "progress": False, "threads": 1},
+    }
+    path = tmp_path / "pairs.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    res = CliRunner().invoke(cli, ["run", str(path), "--prior", "none", "--set", "train.seed=3"],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((tmp_path / "runs" / "none" / "frac1" / "seed3" / "metrics.json").read_text())
+    ev = metrics["metrics"]["eval"]
+    assert set(ev) >= {"accuracy", "f1"} and ev["examples"] == 32
+    assert metrics["prior"] == "none" and metrics["metric"] == "f1"
+    model_cfg = json.loads((tmp_path / "runs" / "none" / "frac1" / "seed3" / "model" / "config.json").read_text())
+    assert model_cfg["id2label"] == {"0": "different", "1": "similar"} and "priorkit" not in model_cfg
+    # a bad column name is reported with the file and the pipeline line it came from
+    raw["data"]["train"]["columns"] = {"text_a": "sentence", "text_b": "s2", "label": "verdict"}
+    path.write_text(yaml.safe_dump(raw))
+    res = CliRunner().invoke(cli, ["run", str(path)])
+    assert res.exit_code != 0
+    assert "no column 'sentence'" in str(res.exception) and f"{path}:" in str(res.exception)
+
+
+def test_hf_dataset_ids_need_the_datasets_package(tmp_path):
+    from priorkit.errors import ResourceError
+    from priorkit.pipeline.data import load_data
+
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("datasets is installed; the Hub is unreachable here")
+    cfg = config_from_dict({"name": "hf", "data": {"train": {"hf": "glue", "hf_config": "stsb", "split": "train"},
+                                                    "eval": {"source": "stsb", "split": "dev"}}})
+    with pytest.raises(ResourceError, match=r"pip install datasets"):
+        load_data(cfg)
+
+
+def test_every_config_field_is_documented():
+    """docs/pipelines.md's reference lists every field of the schema (datasette-style)."""
+    import dataclasses
+    import typing
+
+    from priorkit.pipeline import config as C
+
+    doc = (ROOT / "docs" / "pipelines.md").read_text()
+    missing = []
+
+    def walk(cls, prefix):
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("internal"):
+                continue
+            if f"{f.name}:" not in doc:
+                missing.append(prefix + f.name)
+            tp = hints[f.name]
+            inner = [a for a in typing.get_args(tp) if dataclasses.is_dataclass(a)] or (
+                [tp] if dataclasses.is_dataclass(tp) else [])
+            for sub in inner:
+                walk(sub, f"{prefix}{f.name}.")
+
+    walk(C.PipelineConfig, "")
+    assert not missing, f"fields missing from docs/pipelines.md: {missing}"

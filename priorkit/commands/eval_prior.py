@@ -67,6 +67,7 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
             return
         with open(json_out, "w", encoding="utf-8") as fh:
             fh.write(payload + "\n")
-    Console(file=sys.stdout, width=max(120, 30 + 48 * len(sets))).print(results_table(results))
+    Console(file=sys.stdout, width=max(100, min(200, 60 + max(len(s) for s in labels)))).print(
+        results_table(results))
     if json_out:
         click.echo(f"wrote {json_out}")

@@ -167,7 +167,10 @@ class SweepConfig:
     #: = the file's ``prior`` with these fields replaced (nested: attention.mode ...).
     #: null (default): "none" and the file's ``prior`` under its name.
     priors: dict[str, Any] | None = None
-    #: the setting deltas are measured against (must be a no-prior entry or any name).
+    #: fraction -> train fields for runs at that fraction (e.g. {1.0: {epochs: 2}}):
+    #: small fractions usually need more epochs; every prior setting gets the same.
+    per_fraction: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: the setting deltas are measured against (usually the no-prior entry).
     baseline: str = "none"
     #: which evaluated split the table reports ("eval" or "test").
     split: Literal["eval", "test"] = "eval"
@@ -186,8 +189,8 @@ class PipelineConfig:
     #: the prior ``priorkit run`` uses (null: no prior).
     prior: PriorConfig | None = None
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
-    #: which splits the evaluate step scores.
-    evaluate: list[Literal["eval", "test"]] = dataclasses.field(default_factory=lambda: ["eval"])
+    #: which splits the evaluate step scores (null: every configured one of eval and test).
+    evaluate: list[Literal["eval", "test"]] | None = None
     sweep: SweepConfig = dataclasses.field(default_factory=SweepConfig)
 
     # set by the loader (not part of the YAML)
@@ -217,6 +220,15 @@ class PipelineConfig:
     def prior_settings(self) -> dict[str, PriorConfig | None]:
         """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
         return resolve_sweep_priors(self)
+
+    def for_fraction(self, fraction: float) -> "PipelineConfig":
+        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied."""
+        update = _per_fraction_entry(self, fraction)
+        if not update:
+            return self
+        train = _convert({**dataclasses.asdict(self.train), **update}, TrainConfig, ("train",),
+                         self.locations, self.source)
+        return dataclasses.replace(self, train=train)
 
 
 # ---------------------------------------------------------------------------
@@ -488,6 +500,10 @@ def _check(cfg: PipelineConfig) -> None:
                 raise fail(f"data.{split}.{k}", f"must be a positive count, got {v}")
     if cfg.data.train is None:
         raise fail("data.train", "is required (the training split)")
+    if cfg.evaluate is None:
+        cfg.evaluate = [s for s in ("eval", "test") if getattr(cfg.data, s) is not None]
+        if not cfg.evaluate:
+            raise fail("data", "give data.eval (or data.test): runs are scored on it")
     for split in cfg.evaluate:
         if getattr(cfg.data, split) is None:
             raise fail("evaluate", f"lists {split!r} but data.{split} is not set")
@@ -511,6 +527,17 @@ def _check(cfg: PipelineConfig) -> None:
             raise _fail(("sweep", "fractions", i), loc, src, f"fractions must lie in (0, 1], got {f}")
     if not sw.fractions or not sw.seeds or sw.priors == {}:
         raise fail("sweep", "fractions, seeds and priors must each have at least one entry")
+    for key, update in sw.per_fraction.items():
+        path = ("sweep", "per_fraction", key)
+        try:
+            f = float(key)
+        except ValueError:
+            raise _fail(path, loc, src, f"keys must be fractions such as 0.1, got {key!r}") from None
+        if not 0.0 < f <= 1.0:
+            raise _fail(path, loc, src, f"fractions must lie in (0, 1], got {f}")
+        _convert({**dataclasses.asdict(tr), **update}, TrainConfig, path, loc, src)  # validate the fields
+        if "fraction" in update or "seed" in update:
+            raise _fail(path, loc, src, "fraction and seed are set by the sweep, not per fraction")
     if sw.split not in cfg.evaluate:
         raise fail("sweep.split", f"{sw.split!r} is not evaluated; add it to `evaluate`")
     if cfg.prior is not None:
@@ -521,6 +548,13 @@ def _check(cfg: PipelineConfig) -> None:
 
 
 BUILTIN_SOURCES = ("stsb", "bc5cdr")
+
+
+def _per_fraction_entry(cfg: PipelineConfig, fraction: float) -> dict[str, Any]:
+    for key, update in cfg.sweep.per_fraction.items():
+        if abs(float(key) - fraction) < 1e-9:
+            return dict(update)
+    return {}
 
 
 def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:

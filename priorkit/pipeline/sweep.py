@@ -82,7 +82,7 @@ class SweepResult:
 def grid(cfg: PipelineConfig) -> list[RunSpec]:
     """All runs of the sweep, fraction-major so early results are comparable across settings."""
     settings = cfg.prior_settings()
-    return [RunSpec(cfg, name, prior, fraction, seed)
+    return [RunSpec(cfg.for_fraction(fraction), name, prior, fraction, seed)
             for fraction in cfg.sweep.fractions
             for seed in cfg.sweep.seeds
             for name, prior in settings.items()]

@@ -17,7 +17,6 @@ The model in ``model/`` carries its prior-attention settings in config.json
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import logging
 import os
@@ -111,7 +110,7 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
                 f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
             )
         prior, name = settings[prior_name], prior_name
-    return RunSpec(cfg, name, prior, cfg.train.fraction, cfg.train.seed)
+    return RunSpec(cfg.for_fraction(cfg.train.fraction), name, prior, cfg.train.fraction, cfg.train.seed)
 
 
 # ---------------------------------------------------------------------------
@@ -330,8 +329,15 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         if not cfg.train.keep_checkpoints:
             shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
     del trainer, model
-    gc.collect()
+    _release_memory()
     return summary
+
+
+def _release_memory() -> None:
+    """Give cached GPU memory back between runs of a sweep (no full gc: it costs seconds
+    with WordNet's object graph in memory, and tensors are freed by reference counting)."""
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict) -> None:
@@ -454,7 +460,7 @@ def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedMod
         metrics["seconds"] = round(time.perf_counter() - t0, 2)
         out[name] = metrics
     del trainer
-    gc.collect()
+    _release_memory()
     ckpt_dir = spec.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
     if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
         ckpt_dir.rmdir()

@@ -1,0 +1,167 @@
+"""Cache commands: ``priorkit precompute`` and ``priorkit cache info``."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..cache import DEFAULT_TIMEOUT
+
+
+def add_commands(cli: click.Group) -> None:
+    cli.add_command(precompute_command)
+    cli.add_command(cache_group)
+
+
+def _parse_params(params: tuple[str, ...]) -> dict:
+    from .core import parse_params
+
+    return parse_params(params)
+
+
+@click.command("precompute")
+@click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["stsb", "csv", "tsv", "jsonl", "conll"]), default=None,
+              help="Dataset format (default: detected from the extension and first lines).")
+@click.option("--text-a", default=None, help="Column (name or 0-based index) of the first text.")
+@click.option("--text-b", default=None, help="Column of the second text (sentence pairs).")
+@click.option("--label", default=None, help="Column of the label.")
+@click.option("--no-header", is_flag=True, help="CSV/TSV without a header row (columns are indices).")
+@click.option("--provider", default=None, help="Provider name (`priorkit providers` lists them).")
+@click.option("--param", "params", multiple=True, help="Provider parameter key=value (repeatable).")
+@click.option("--preset", type=click.Choice(["paper"]), default=None,
+              help="paper: the paper's preset (wordnet xia2021, paper layout and keys).")
+@click.option("--layout", type=click.Choice(["paper", "full"]), default=None,
+              help="Layout for --provider (default: paper for pairs, full for single sentences).")
+@click.option("--tokenizer", default=None, help="Tokenizer path or Hub id (default: the embedded MiniLM).")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
+              help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
+@click.option("--batch-size", default=20_000, show_default=True, help="Pairs per committed transaction.")
+@click.option("--limit", type=int, default=None, help="Only the first N examples.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds to wait for another process's lock on the cache.")
+@click.option("--progress/--no-progress", default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider, params, preset, layout,
+                       tokenizer, cache_path, batch_size, limit, timeout, progress, as_json) -> None:
+    """Compute every word pair a DATASET needs and store it in the cache.
+
+    Interrupted runs resume: committed batches are kept and not computed again.
+    """
+    from ..align import PriorBuilder, tokenizer_fingerprint
+    from ..cache import PriorCache
+    from ..datasets import TaggedSentence, detect_format, file_checksum, read_dataset
+    from ..plugins import get_provider
+    from ..precompute import precompute
+    from ..resources import minilm_path
+
+    if preset == "paper" and (provider or params or layout):
+        raise click.UsageError("--preset paper fixes provider (wordnet xia2021) and layout; "
+                               "drop --provider/--param/--layout, or drop --preset")
+    if preset is None and provider is None:
+        raise click.UsageError("pass --provider NAME (see `priorkit providers`) or --preset paper")
+    examples = read_dataset(dataset, fmt, text_a=text_a, text_b=text_b, label=label,
+                            header=not no_header, limit=limit)
+    if not examples:
+        raise click.UsageError(f"{dataset} holds no examples")
+    single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
+    tok = tokenizer or str(minilm_path())
+    if preset == "paper":
+        if single:
+            raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
+                                   "(use --provider NAME --layout full)")
+        builder = PriorBuilder.paper(tok)
+    else:
+        chosen = layout or ("full" if single else "paper")
+        if chosen == "paper" and single:
+            raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
+        builder = PriorBuilder(tok, get_provider(provider, **_parse_params(params)), layout=chosen)
+    cache = PriorCache(cache_path, timeout=timeout)
+    run_info = {
+        "dataset": str(dataset),
+        "dataset_checksum": file_checksum(dataset),
+        "format": fmt or detect_format(dataset),
+        "layout": builder.layout,
+        "tokenizer": tokenizer_fingerprint(builder.tokenizer),
+    }
+    try:
+        summary = precompute(examples, builder, cache, batch_size=batch_size,
+                             progress=progress and not as_json, run_info=run_info)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted; committed batches are kept in {cache.path}. "
+                   "Run the same command again to resume.", err=True)
+        raise
+    if as_json:
+        click.echo(json.dumps({**summary.as_dict(), "cache": str(cache.path)}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"precompute: {dataset}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    rows = [
+        ("examples", f"{summary.examples:,}"),
+        ("provider", f"{summary.provider} ({summary.fingerprint})"),
+        ("pairs", f"{summary.pairs:,}" + (f" (of {summary.requested:,} ordered)" if summary.requested != summary.pairs else "")),
+        ("new", f"{summary.new:,}"),
+        ("cached", f"{summary.cached:,}"),
+        ("seconds", f"{summary.seconds:.2f}"),
+        ("pairs/s (computed)", f"{summary.pairs_per_second:,.0f}" if summary.computed else "-"),
+        ("cache", str(cache.path)),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """Inspect the DuckDB cache of word-pair priors."""
+
+
+@cache_group.command("info")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
+              help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
+@click.option("--runs", default=10, show_default=True, help="How many recent precompute runs to list.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def cache_info(cache_path, runs, timeout, as_json) -> None:
+    """Providers, pair counts, file size and recent runs of a cache (opened read-only)."""
+    from ..cache import PriorCache
+
+    info = PriorCache(cache_path, read_only=True, timeout=timeout).info(runs=runs)
+    if as_json:
+        click.echo(json.dumps(info, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{info['path']}[/bold]: {info['size_bytes'] / 1e6:.1f} MB"
+                  + (f" (+{info['wal_bytes'] / 1e6:.1f} MB WAL)" if info["wal_bytes"] else "")
+                  + f", schema v{info['schema_version']}, {info['pairs']:,} pairs")
+    table = Table(title="providers")
+    for col, just in (("fingerprint", "left"), ("name", "left"), ("version", "left"), ("params", "left"),
+                      ("pairs", "right"), ("NaN", "right"), ("mean", "right"), ("symmetric", "left"),
+                      ("created", "left")):
+        table.add_column(col, justify=just)
+    for p in info["providers"]:
+        table.add_row(p["fingerprint"], p["name"], p["version"], json.dumps(p["params"]), f"{p['pairs']:,}",
+                      f"{p['nan']:,}", "-" if p["mean"] is None else f"{p['mean']:.4f}",
+                      "yes" if p["symmetric"] else "no", p["created"])
+    console.print(table)
+    if info["runs"]:
+        rt = Table(title="recent precompute runs")
+        for col in ("id", "status", "started", "dataset", "layout", "fingerprint", "pairs", "new",
+                    "cached", "seconds"):
+            rt.add_column(col)
+        for r in info["runs"]:
+            rt.add_row(str(r["id"]), r["status"], r["started"], r["dataset"] or "-", r["layout"] or "-",
+                       r["fingerprint"] or "-", _n(r["pairs"]), _n(r["new"]), _n(r["cached"]),
+                       "-" if r["seconds"] is None else f"{r['seconds']:.1f}")
+        console.print(rt)
+
+
+def _n(v) -> str:
+    return "-" if v is None else f"{v:,}"
