@@ -171,7 +171,12 @@ def main() -> None:
             members = [EMBEDDING, *extra]
             for how in ("max", "mean"):
                 candidates.append((members, how, None))
+            seen = set()
             for w in itertools.product([1.0, 2.0], *[[0.5, 1.0, 2.0]] * len(extra)):
+                norm = tuple(x / max(w) for x in w)
+                if len(set(w)) == 1 or norm in seen:
+                    continue  # equal weights are "mean"; (2, 2, 1) is (1, 1, 0.5)
+                seen.add(norm)
                 candidates.append((members, "weighted", list(w)))
     scored = []
     for members, how, w in candidates:
@@ -186,6 +191,28 @@ def main() -> None:
         search_lines.append(f"margin {margin:+.3f}  {how:8s} {str(w or ''):18s} {members}  "
                             + "  ".join(f"{b} {v:.3f}" for b, v in rhos.items()))
     print("\n".join(search_lines), file=sys.stderr)
+
+    # paired bootstrap: how often does the combination beat each benchmark's best single provider?
+    rng = np.random.default_rng(0)
+    for margin, members, how, w, _ in (best, best_equal):
+        for p in sets:
+            single = max((r for r in results if r.benchmark == p.name and not np.isnan(r.spearman)),
+                         key=lambda r: r.spearman).provider
+            combo = reduce_stack(np.stack([values[(m, p.name)] for m in members]), how,
+                                 None if w is None else np.array(w))
+            diffs = []
+            for _ in range(1000):
+                idx = rng.integers(0, len(p), len(p))
+                a = correlations(combo[idx], p.gold[idx])["spearman"]
+                b = correlations(values[(single, p.name)][idx], p.gold[idx])["spearman"]
+                diffs.append(a - b)
+            diffs = np.array(diffs)
+            lo, hi = np.percentile(diffs, [2.5, 97.5])
+            search_lines.append(
+                f"bootstrap {how} {w or ''} {members} vs {single} on {p.name}: "
+                f"difference {np.mean(diffs):+.3f} [95% {lo:+.3f}, {hi:+.3f}], "
+                f"combination higher in {np.mean(diffs > 0):.1%} of 1000 resamples")
+    print("\n".join(search_lines[-4:]), file=sys.stderr)
 
     # ---- 3. the chosen combinations, end to end -----------------------------
     chosen = [combine_spec(best[1], best[2], best[3])]

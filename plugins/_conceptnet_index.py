@@ -232,9 +232,15 @@ def load_edge_index(path: Path, languages: Sequence[str], cache_dir=None,
         index = parse_assertions(path, languages)
         index.meta["sha256"] = checksum
         if use_cache:
-            with _index_cache.building_index(INDEX_KIND, key, index.meta, cache_dir) as tmp:
-                _write(index, tmp)
-            index.folder = _index_cache.find_index(INDEX_KIND, key, cache_dir)
+            try:
+                with _index_cache.building_index(INDEX_KIND, key, index.meta, cache_dir) as tmp:
+                    _write(index, tmp)
+                index.folder = _index_cache.find_index(INDEX_KIND, key, cache_dir)
+            except OSError as exc:  # read-only or full disk: work on, parse again next time
+                warnings.warn(f"conceptnet: could not save the index of {path} under "
+                              f"{_index_cache.index_root(cache_dir)} ({exc}); it will be parsed again "
+                              "next time (set PRIORKIT_HOME or cache_dir= to a writable folder)",
+                              UserWarning, stacklevel=3)
     if index.meta["edges"] == 0:
         langs = ", ".join(languages)
         raise DataFormatError(

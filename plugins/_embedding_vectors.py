@@ -19,6 +19,7 @@ Accepted layouts:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -228,7 +229,11 @@ def load_vectors(path: str | Path, *, vocab: str | Path | None = None,
         return StaticVectors(words, np.load(folder / "vectors.npy"), str(path))
     vectors = parse_text_vectors(path, languages)
     meta = {"source": str(path), "sha256": checksum, "words": len(vectors.words), "dim": vectors.dim}
-    with _index_cache.building_index(INDEX_KIND, key, meta, cache_dir) as tmp:
-        np.save(tmp / "vectors.npy", vectors.matrix)
-        (tmp / "words.txt").write_text("\n".join(vectors.words), encoding="utf-8")
+    try:
+        with _index_cache.building_index(INDEX_KIND, key, meta, cache_dir) as tmp:
+            np.save(tmp / "vectors.npy", vectors.matrix)
+            (tmp / "words.txt").write_text("\n".join(vectors.words), encoding="utf-8")
+    except OSError as exc:  # read-only or full disk: work on, parse again next time
+        warnings.warn(f"could not save parsed vectors of {path} under {_index_cache.index_root(cache_dir)} "
+                      f"({exc}); they will be parsed again next time", UserWarning, stacklevel=2)
     return vectors

@@ -130,8 +130,42 @@ def _complete(files: FileSet) -> bool:
         return False
 
 
+def _nltk_default_paths() -> list[str]:
+    """The folders ``nltk.data.path`` starts with (nltk/data.py), without importing nltk."""
+    import sys
+
+    paths = [os.path.expanduser(d) for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
+    paths.append(os.path.expanduser("~/nltk_data"))
+    paths += [os.path.join(sys.prefix, "nltk_data"), os.path.join(sys.prefix, "share", "nltk_data"),
+              os.path.join(sys.prefix, "lib", "nltk_data")]
+    if sys.platform.startswith("win"):
+        paths += [os.path.join(os.environ.get("APPDATA", "C:\\"), "nltk_data"),
+                  r"C:\nltk_data", r"D:\nltk_data", r"E:\nltk_data"]
+    else:
+        paths += ["/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data",
+                  "/usr/local/lib/nltk_data"]
+    return paths
+
+
+def _nltk_may_have(resource: str) -> bool:
+    """Cheap pre-check: importing nltk costs about a second, so do it only when an
+    NLTK data folder could hold ``resource`` (or nltk is already imported, in which
+    case its possibly edited ``nltk.data.path`` is the authority)."""
+    import sys
+
+    if "nltk.data" in sys.modules:
+        return True
+    for root in _nltk_default_paths():
+        base = os.path.join(root, *resource.split("/"))
+        if os.path.isdir(base) or os.path.isfile(base + ".zip"):
+            return True
+    return False
+
+
 def _nltk_find(resource: str) -> FileSet | None:
     """``nltk.data.find`` as a FileSet (folder or zip), or None."""
+    if not _nltk_may_have(resource):
+        return None
     try:
         import nltk.data
         from nltk.data import ZipFilePathPointer

@@ -35,8 +35,6 @@ import numpy as np
 from priorkit.errors import DataFormatError, ResourceError
 
 from . import _wordnet_files as files_mod
-from ._wordnet_kernels import graph_tables
-
 #: bump when the layout or the semantics of the persisted arrays change
 INDEX_FORMAT = 1
 
@@ -72,78 +70,73 @@ class WordNetIndex:
     path: str = ""
 
     def __post_init__(self) -> None:
+        from ._wordnet_kernels import graph_tables
+
         a = self.arrays
         self.n_synsets = int(a["pos"].shape[0])
-        self._lemma_row: dict[str, int] | None = None
-        self._exceptions: dict[str, dict[str, list[str]]] | None = None
+        self._lookup: tuple | None = None
+        self._rel: tuple[list[int], list[int]] | None = None
         self.tables = graph_tables(a)
         self.lch_depth = a["lch_depth"]  # (5,) per pos code, NLTK's _compute_max_depth
 
     # ---- word lookup --------------------------------------------------
-    @property
-    def lemma_row(self) -> dict[str, int]:
-        if self._lemma_row is None:
+    def _lookup_tables(self) -> tuple:
+        """Python-side tables for synsets(): built on first use (about 0.2 s)."""
+        if self._lookup is None:
             s = self.strings
-            self._lemma_row = {s[k]: i for i, k in enumerate(self.arrays["lemma_str"].tolist())}
-        return self._lemma_row
-
-    @property
-    def exceptions(self) -> dict[str, dict[str, list[str]]]:
-        if self._exceptions is None:
-            s = self.strings
-            out: dict[str, dict[str, list[str]]] = {}
+            a = self.arrays
+            lemmas = [s[k] for k in a["lemma_str"].tolist()]
+            row = {w: i for i, w in enumerate(lemmas)}
+            per_pos = {}
             for p in FILE_POS:
-                ptr, form, base = (self.arrays[f"exc_{p}_{k}"] for k in ("ptr", "form", "base"))
-                ptr_l, base_l = ptr.tolist(), base.tolist()
-                out[p] = {
-                    s[f]: [s[b] for b in base_l[ptr_l[i]:ptr_l[i + 1]]] for i, f in enumerate(form.tolist())
-                }
-            self._exceptions = out
-        return self._exceptions
-
-    def _has(self, form: str, pos: str) -> int:
-        """Lemma-index row of ``form`` when it has synsets for ``pos``, else -1."""
-        row = self.lemma_row.get(form, -1)
-        if row < 0:
-            return -1
-        ptr = self.arrays[f"lem_{pos}_ptr"]
-        return row if ptr[row + 1] > ptr[row] else -1
+                ptr = a[f"lem_{p}_ptr"].tolist()
+                syn = a[f"lem_{p}_syn"].tolist()
+                has = {lemmas[i] for i in range(len(lemmas)) if ptr[i + 1] > ptr[i]}
+                eptr, form, base = (a[f"exc_{p}_{k}"].tolist() for k in ("ptr", "form", "base"))
+                exc = {s[f]: [s[b] for b in base[eptr[i]:eptr[i + 1]]] for i, f in enumerate(form)}
+                per_pos[p] = (has, ptr, syn, exc, MORPHOLOGICAL_SUBSTITUTIONS[p])
+            self._lookup = (row, per_pos)
+        return self._lookup
 
     def morphy(self, form: str, pos: str) -> list[str]:
         """NLTK's ``WordNetCorpusReader._morphy(form, pos)``: base forms present for ``pos``."""
-        exceptions = self.exceptions[pos]
-        if form in exceptions:
-            forms = exceptions[form]
-        else:
-            forms = [form[: -len(old)] + new for old, new in MORPHOLOGICAL_SUBSTITUTIONS[pos] if form.endswith(old)]
+        has, _, _, exceptions, rules = self._lookup_tables()[1][pos]
+        forms = exceptions.get(form)
+        if forms is None:
+            forms = [form[: -len(old)] + new for old, new in rules if form.endswith(old)]
         result: list[str] = []
-        seen: set[str] = set()
-        for f in [form, *forms]:
-            if f not in seen and self._has(f, pos) >= 0:
+        for f in (form, *forms):
+            if f in has and f not in result:
                 result.append(f)
-                seen.add(f)
         return result
 
-    def synsets(self, word: str) -> np.ndarray:
+    def synsets(self, word: str) -> list[int]:
         """Synset ids of ``nltk.corpus.wordnet.synsets(word)``, same order, duplicates kept."""
         lemma = word.lower()
-        parts: list[np.ndarray] = []
-        for pos in FILE_POS:
-            for form in self.morphy(lemma, pos):
-                row = self.lemma_row[form]
-                ptr = self.arrays[f"lem_{pos}_ptr"]
-                parts.append(self.arrays[f"lem_{pos}_syn"][ptr[row]:ptr[row + 1]])
-        if not parts:
-            return np.empty(0, dtype=np.int32)
-        return np.concatenate(parts).astype(np.int32, copy=False)
+        row, per_pos = self._lookup_tables()
+        out: list[int] = []
+        for pos in FILE_POS:  # NLTK's POS_LIST order
+            has, ptr, syn, exceptions, rules = per_pos[pos]
+            forms = exceptions.get(lemma)
+            if forms is None:
+                forms = [lemma[: -len(old)] + new for old, new in rules if lemma.endswith(old)]
+            seen: list[str] = []
+            for f in (lemma, *forms):
+                if f in has and f not in seen:
+                    seen.append(f)
+                    r = row[f]
+                    out.extend(syn[ptr[r]:ptr[r + 1]])
+        return out
 
-    def related_names(self, synset_ids: np.ndarray) -> set[str]:
+    def related_names(self, synset_ids) -> set[str]:
         """Lemma names of these synsets plus each lemma's first antonym (the paper's test)."""
-        ptr, ids = self.arrays["rel_ptr"], self.arrays["rel_str"]
+        if self._rel is None:
+            self._rel = (self.arrays["rel_ptr"].tolist(), self.arrays["rel_str"].tolist())
+        ptr, ids = self._rel
         s = self.strings
         out: set[str] = set()
-        for x in np.unique(synset_ids).tolist():
-            out.update(s[k] for k in ids[ptr[x]:ptr[x + 1]].tolist())
+        for x in set(synset_ids):
+            out.update(s[k] for k in ids[ptr[x]:ptr[x + 1]])
         return out
 
     def name(self, synset_id: int) -> str:
@@ -208,14 +201,16 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     strings = _Strings()
 
     # -- data files: synsets, lemma names, pointers ------------------------
-    key_to_id: dict[tuple[str, int], int] = {}
+    # Offsets stay strings ("00001740"): WordNet writes them zero-padded to 8
+    # digits everywhere, and skipping int() halves the parse time.
+    key_to_id: dict[tuple[str, str], int] = {}
     pos_l: list[int] = []
     offset_l: list[int] = []
     lemmas_l: list[list[str]] = []
-    hyper_l: list[list[tuple[str, int]]] = []
-    ant_l: list[dict[str, tuple[str, int, int]]] = []  # lemma name -> first antonym (file pos, offset, index)
-    satellites: set[int] = set()
+    hyper_l: list[list[tuple[str, str]]] = []
+    ant_l: list[dict[str, tuple[str, str, int]]] = []  # lemma name -> first antonym (file pos, offset, index)
     version = None
+    file_pos = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
     for fpos in FILE_POS:
         fname = f"data.{_FILEMAP[fpos]}"
         for lineno, line in enumerate(files.lines(fname), 1):
@@ -226,65 +221,69 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
                 continue
             try:
                 columns = line.split("|", 1)[0].split()
-                offset = int(columns[0])
                 spos = columns[2]
                 n_lemmas = int(columns[3], 16)
                 names = []
-                k = 4
-                for _ in range(n_lemmas):
-                    names.append(_MARKER_RE.match(columns[k]).group(1))
-                    k += 2
+                for k in range(4, 4 + 2 * n_lemmas, 2):
+                    w = columns[k]
+                    names.append(_MARKER_RE.match(w).group(1) if w.endswith(")") else w)
+                k = 4 + 2 * n_lemmas
                 n_ptr = int(columns[k])
-                k += 1
-                hypers: list[tuple[str, int]] = []
-                ants: dict[str, tuple[str, int, int]] = {}
-                for _ in range(n_ptr):
-                    symbol, p_off, p_pos, st = columns[k], int(columns[k + 1]), columns[k + 2], columns[k + 3]
-                    k += 4
-                    if st == "0000":
-                        if symbol in ("@", "@i"):
-                            hypers.append(("a" if p_pos == "s" else p_pos, p_off))
+                hypers: list[tuple[str, str]] = []
+                ants: dict[str, tuple[str, str, int]] = {}
+                for k in range(k + 1, k + 1 + 4 * n_ptr, 4):
+                    symbol = columns[k]
+                    if symbol == "@" or symbol == "@i":
+                        if columns[k + 3] == "0000":  # synset pointers only, as NLTK's _pointers
+                            hypers.append((file_pos[columns[k + 2]], columns[k + 1]))
                     elif symbol == "!":
-                        src = names[int(st[:2], 16) - 1]
-                        if src not in ants:  # NLTK's lemma.antonyms()[0]: the first one listed
-                            ants[src] = ("a" if p_pos == "s" else p_pos, p_off, int(st[2:], 16) - 1)
-            except (ValueError, IndexError) as exc:
+                        st = columns[k + 3]
+                        if st != "0000":
+                            src = names[int(st[:2], 16) - 1]
+                            if src not in ants:  # NLTK's lemma.antonyms()[0]: the first one listed
+                                ants[src] = (file_pos[columns[k + 2]], columns[k + 1], int(st[2:], 16) - 1)
+                offset = int(columns[0])
+            except (ValueError, IndexError, KeyError) as exc:
                 raise DataFormatError(
-                    f"WordNet file {files.describe(fname)}, line {lineno}: cannot parse synset ({exc}); "
+                    f"WordNet file {files.describe(fname)}, line {lineno}: cannot parse synset ({exc!r}); "
                     f"re-fetch it with `priorkit data fetch wordnet`"
                 ) from exc
             if spos not in POS_CODES:
                 raise DataFormatError(f"WordNet file {files.describe(fname)}, line {lineno}: unknown POS {spos!r}")
-            key_to_id[(fpos, offset)] = len(pos_l)
+            key_to_id[(fpos, columns[0])] = len(pos_l)
             pos_l.append(POS_CODES[spos])
             offset_l.append(offset)
             lemmas_l.append(names)
             hyper_l.append(hypers)
             ant_l.append(ants)
-            if spos == "s":
-                satellites.add(offset)
     n = len(pos_l)
     if n == 0:
         raise ResourceError(f"WordNet folder {files.describe()} holds no synsets; {files_mod.FETCH_HINT}")
 
-    def resolve(fpos: str, off: int, what: str, src: int) -> int:
-        try:
-            return key_to_id[(fpos, off)]
-        except KeyError:
-            raise DataFormatError(
-                f"WordNet data file data.{_FILEMAP[fpos]}: {what} of synset at offset {offset_l[src]} "
-                f"points to missing offset {off}; the files are inconsistent, re-fetch them"
-            ) from None
+    def resolve(fpos: str, off: str, what: str) -> int:
+        got = key_to_id.get((fpos, off))
+        if got is None:
+            try:  # tolerate offsets written without zero padding
+                got = key_to_id.get((fpos, "%08d" % int(off)))
+            except ValueError:
+                got = None
+            if got is None:
+                raise DataFormatError(
+                    f"WordNet file data.{_FILEMAP[fpos]}: {what} points to missing offset {off}; "
+                    f"the files are inconsistent, re-fetch them with `priorkit data fetch wordnet`"
+                )
+        return got
 
     par_ptr = np.zeros(n + 1, dtype=np.int64)
     par_id: list[int] = []
     for i, hypers in enumerate(hyper_l):
-        ids = sorted({resolve(p, o, "hypernym", i) for p, o in hypers})
-        par_id.extend(ids)
+        par_id.extend(sorted({resolve(p, o, f"a hypernym of synset {offset_l[i]}") for p, o in hypers}))
         par_ptr[i + 1] = len(par_id)
     par_id_a = np.asarray(par_id, dtype=np.int32)
+    pos_a = np.asarray(pos_l, dtype=np.int8)
+    satellite = pos_a == POS_CODES["s"]
 
-    # -- index files: lemma -> synsets per POS -----------------------------
+    # -- index files: lemma -> synset ids per POS (NLTK's _lemma_pos_offset_map)
     lemma_pos: dict[str, dict[str, list[int]]] = {}
     for fpos in FILE_POS:
         fname = f"index.{_FILEMAP[fpos]}"
@@ -294,20 +293,21 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
             tok = line.split()
             try:
                 lemma, lpos, n_syn = tok[0], tok[1], int(tok[2])
-                n_p = int(tok[3])
-                k = 4 + n_p
+                k = 4 + int(tok[3])
                 n_sense = int(tok[k])
-                offsets = [int(t) for t in tok[k + 2:k + 2 + n_syn]]
+                offsets = tok[k + 2:k + 2 + n_syn]
                 if n_syn <= 0 or n_sense != n_syn or len(offsets) != n_syn:
                     raise ValueError("synset counts disagree")
             except (ValueError, IndexError) as exc:
                 raise DataFormatError(
-                    f"WordNet file {files.describe(fname)}, line {lineno}: {exc}; re-fetch it"
+                    f"WordNet file {files.describe(fname)}, line {lineno}: {exc}; re-fetch it with "
+                    f"`priorkit data fetch wordnet`"
                 ) from exc
+            ids = [resolve(fpos, o, f"index.{_FILEMAP[fpos]} entry {lemma!r}") for o in offsets]
             entry = lemma_pos.setdefault(lemma, {})
-            entry[lpos] = offsets
-            if lpos == "a":
-                entry["s"] = [o for o in offsets if o in satellites]
+            entry[lpos] = ids
+            if lpos == "a":  # NLTK also files the satellites under "s", in index order
+                entry["s"] = [i for i in ids if satellite[i]]
 
     # -- NLTK's synset names (first lemma, pos, sense number) --------------
     names_l: list[str] = []
@@ -315,10 +315,11 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         first = lemmas_l[i][0].lower()
         spos = POS_NAMES[pos_l[i]]
         try:
-            sense = lemma_pos[first][spos].index(offset_l[i]) + 1
+            sense = lemma_pos[first][spos].index(i) + 1
         except (KeyError, ValueError):
             raise DataFormatError(
-                f"WordNet synset {first!r} ({spos}, offset {offset_l[i]}) is missing from index.{_FILEMAP['a' if spos == 's' else spos]}"
+                f"WordNet synset {first!r} ({spos}, offset {offset_l[i]}) is missing from "
+                f"index.{_FILEMAP['a' if spos == 's' else spos]}; re-fetch the files"
             ) from None
         names_l.append("%s.%s.%02i" % (first, spos, sense))
     if len(set(names_l)) != n:
@@ -333,7 +334,7 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     for i in range(n):
         seen = dict.fromkeys(strings(nm) for nm in lemmas_l[i])
         for fpos, off, tidx in ant_l[i].values():
-            target = lemmas_l[resolve(fpos, off, "antonym", i)]
+            target = lemmas_l[resolve(fpos, off, f"an antonym of synset {names_l[i]}")]
             if not 0 <= tidx < len(target):
                 raise DataFormatError(f"WordNet antonym pointer of synset {names_l[i]} names lemma {tidx + 1}")
             seen.setdefault(strings(target[tidx]))
@@ -348,8 +349,7 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         ptr = np.zeros(len(lemma_list) + 1, dtype=np.int64)
         syn: list[int] = []
         for r, lemma in enumerate(lemma_list):
-            for off in lemma_pos[lemma].get(fpos, ()):
-                syn.append(resolve(fpos, off, f"index.{_FILEMAP[fpos]} entry {lemma!r}", 0))
+            syn.extend(lemma_pos[lemma].get(fpos, ()))
             ptr[r + 1] = len(syn)
         arrays[f"lem_{fpos}_ptr"] = ptr
         arrays[f"lem_{fpos}_syn"] = np.asarray(syn, dtype=np.int32)
@@ -380,7 +380,6 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         )
     anc_ptr, anc_id, anc_dist, maxbfs = ancestor_tables(par_ptr, par_id_a, n)
 
-    pos_a = np.asarray(pos_l, dtype=np.int8)
     needs_root = (pos_a != POS_CODES["n"]) | (version == "1.6")
     # NLTK's _compute_max_depth(pos, need_root): max over all_synsets(pos) (+1 with a root)
     lch_depth = np.zeros(5, dtype=np.int64)

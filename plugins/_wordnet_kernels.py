@@ -156,7 +156,7 @@ def _slot(c, mask):
     return ((c * 2654435761) >> 13) & mask
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _fill(x, anc_ptr, anc_id, anc_dist, keys, vals, gens, gen, mask):
     for t in range(anc_ptr[x], anc_ptr[x + 1]):
         c = anc_id[t]
@@ -179,7 +179,7 @@ def _get(c, keys, vals, gens, gen, mask):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _spd_to(x, s, sim, anc_ptr, anc_id, anc_dist, maxbfs, keys, vals, gens, gen, mask):
     """Synset.shortest_path_distance(x, s, simulate_root=sim) where s is a common
     hypernym of x (or ROOT) and x's ancestors are in the table: min over the
@@ -381,16 +381,6 @@ def word_wup(code, p0, p1, q0, q1, syn, G, W):
     return best
 
 
-@njit(cache=True)
-def word_pair(code, p0, p1, q0, q1, syn, G, W):
-    """A word pair from the synset lists syn[p0:p1] (left) and syn[q0:q1] (right)."""
-    if code == PATH or code == LCH:
-        return word_dist(code, p0, p1, q0, q1, syn, G, W)
-    if code == RES or code == JCN or code == LIN:
-        return word_ic(code, p0, p1, q0, q1, syn, G, W)
-    return word_wup(code, p0, p1, q0, q1, syn, G, W)
-
-
 def workspace(max_ancestors: int) -> tuple:
     """Two small hash tables (keys, values, generations), the generation counter, the mask."""
     size = 1
@@ -404,21 +394,45 @@ def workspace(max_ancestors: int) -> tuple:
 
 
 @njit(cache=True)
-def pairs_kernel(code, left, right, todo, w_ptr, w_syn, G, W, out):
-    """out[k] = word_pair(left[k], right[k]) where todo[k]; words index w_ptr."""
+def pairs_dist(code, left, right, todo, w_ptr, w_syn, G, W, out):
+    """out[k] = word_dist(left[k], right[k]) where todo[k] (path, lch)."""
     for k in range(left.shape[0]):
         if todo[k]:
             i = left[k]
             j = right[k]
-            out[k] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
+            out[k] = word_dist(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
 
 
 @njit(cache=True)
-def matrix_kernel(code, rows, cols, todo, w_ptr, w_syn, G, W, out):
-    """out[r, c] = word_pair(rows[r], cols[c]) where todo[r, c]."""
-    for r in range(rows.shape[0]):
-        i = rows[r]
-        for c in range(cols.shape[0]):
-            if todo[r, c]:
-                j = cols[c]
-                out[r, c] = word_pair(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
+def pairs_ic(code, left, right, todo, w_ptr, w_syn, G, W, out):
+    """out[k] = word_ic(left[k], right[k]) where todo[k] (res, jcn, lin)."""
+    for k in range(left.shape[0]):
+        if todo[k]:
+            i = left[k]
+            j = right[k]
+            out[k] = word_ic(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
+
+
+@njit(cache=True)
+def pairs_wup(code, left, right, todo, w_ptr, w_syn, G, W, out):
+    """out[k] = word_wup(left[k], right[k]) where todo[k] (wup, xia2021)."""
+    for k in range(left.shape[0]):
+        if todo[k]:
+            i = left[k]
+            j = right[k]
+            out[k] = word_wup(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
+
+
+def run_pairs(code: int, left: np.ndarray, right: np.ndarray, todo: np.ndarray, w_ptr: np.ndarray,
+              w_syn: np.ndarray, G: tuple, W: tuple, out: np.ndarray) -> None:
+    """Fill out[k] for the word pairs (left[k], right[k]) with todo[k] (all 1-D).
+
+    One compiled loop per family of measures, so a process compiles (or loads
+    from numba's cache) only the family it uses.
+    """
+    if code in (PATH, LCH):
+        pairs_dist(code, left, right, todo, w_ptr, w_syn, G, W, out)
+    elif code in (RES, JCN, LIN):
+        pairs_ic(code, left, right, todo, w_ptr, w_syn, G, W, out)
+    else:
+        pairs_wup(code, left, right, todo, w_ptr, w_syn, G, W, out)

@@ -13,12 +13,13 @@ Measures (``measure=``):
   docs/providers/wordnet.md).  NaN when a word has no synsets or no synset
   pair has a value.
 
-WordNet is turned into flat arrays once per process (or loaded from the
-persisted copy) and the pair loops run compiled (numba), so a 433k-pair
-corpus takes seconds instead of the half hour NLTK needs.
+WordNet becomes flat arrays once per machine (persisted, keyed by the files'
+checksum) and the pair loops run compiled (numba): a 500k-pair corpus takes
+seconds instead of the half hour NLTK needs.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 import time
@@ -28,18 +29,18 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 import priorkit
-from priorkit.errors import PriorkitError, ResourceError
+from priorkit.errors import PriorkitError
 from priorkit.provider import PriorProvider, validate_output
 from priorkit.words import PAPER_STOP_WORDS
 
 from . import _wordnet_files as wnfiles
-from . import _wordnet_index as wnindex
-from . import _wordnet_kernels as K
 
 __version__ = "1.0"
 
 MEASURES = ("xia2021", "path", "wup", "lch", "res", "jcn", "lin")
 IC_MEASURES = ("res", "jcn", "lin")
+#: measures whose value for (a, b) equals the value for (b, a)
+SYMMETRIC = ("xia2021", "path", "lch", "res", "jcn", "lin")
 
 
 class WordNetMeasureError(PriorkitError, ValueError):
@@ -47,8 +48,8 @@ class WordNetMeasureError(PriorkitError, ValueError):
 
 
 # One index per WordNet checksum per process, shared by all providers.
-_INDEXES: dict[str, wnindex.WordNetIndex] = {}
-_IC: dict[tuple[str, str], tuple[np.ndarray, float]] = {}
+_INDEXES: dict[str, Any] = {}
+_IC: dict[str, tuple[np.ndarray, float]] = {}
 _LOCK = threading.Lock()
 
 
@@ -59,8 +60,10 @@ def index_dir() -> Path:
     return priorkit_home() / "indexes"
 
 
-def get_index(files: wnfiles.FileSet, checksum: str) -> wnindex.WordNetIndex:
+def get_index(files: wnfiles.FileSet, checksum: str):
     """The index of these WordNet files: from memory, from disk, or built (then saved)."""
+    from . import _wordnet_index as wnindex
+
     with _LOCK:
         idx = _INDEXES.get(checksum)
         if idx is not None:
@@ -88,8 +91,6 @@ class WordNetProvider(PriorProvider):
     def __init__(self, measure: str = "xia2021", path: str | os.PathLike | None = None,
                  ic: str = "ic-brown.dat") -> None:
         if measure not in MEASURES:
-            import difflib
-
             near = difflib.get_close_matches(str(measure), MEASURES, n=1)
             hint = f" Did you mean {near[0]!r}?" if near else ""
             raise WordNetMeasureError(
@@ -100,23 +101,26 @@ class WordNetProvider(PriorProvider):
         if measure in IC_MEASURES:
             params["ic"] = str(ic)
         super().__init__(**params)
-        # The location is not a parameter: the data checksum identifies the files.
+        # The location is not a parameter: the data checksum identifies the files,
+        # so the same WordNet in two places shares one cache.
         self.measure = measure
         self.path = None if path is None else str(path)
         self.ic = str(ic)
-        self._code = K.MEASURE_CODES[measure]
         self._location: wnfiles.WordNetLocation | None = None
         self._checksums: dict[str, str] = {}
-        self._index: wnindex.WordNetIndex | None = None
+        self._index = None
+        self._K = None  # the kernels module (imports numba), loaded with the data
+        self._code = -1
         self._G: tuple | None = None
         self._words: dict[str, tuple[np.ndarray, set[str] | None]] = {}
-        self.load_seconds: float | None = None
         self._tls = threading.local()
+        self.load_seconds: float | None = None
         if self.path is not None:
             self.location()  # a bad path fails here, at construction
 
     # ---- data ---------------------------------------------------------
     def location(self) -> wnfiles.WordNetLocation:
+        """Where the WordNet files are (explicit path, NLTK data, priorkit's copy)."""
         if self._location is None:
             self._location = wnfiles.locate(self.path)
         return self._location
@@ -126,136 +130,137 @@ class WordNetProvider(PriorProvider):
             self._checksums["wordnet"] = wnfiles.checksum(self.location().wordnet, wnfiles.WORDNET_FILES)
         return self._checksums["wordnet"]
 
-    def _ic_file(self) -> tuple[wnfiles.FileSet, str]:
-        return wnfiles.locate_ic(self.location(), self.ic)
-
     def data_checksum(self) -> str:
         """sha256 of the WordNet files (and, for res/jcn/lin, of the IC file)."""
         parts = [self._wordnet_checksum()]
         if self.measure in IC_MEASURES:
             if "ic" not in self._checksums:
-                files, name = self._ic_file()
+                files, name = wnfiles.locate_ic(self.location(), self.ic)
                 self._checksums["ic"] = wnfiles.checksum(files, [name])
             parts.append(self._checksums["ic"])
         return ":".join(parts)
 
     def load(self) -> None:
+        from . import _wordnet_index as wnindex
+        from . import _wordnet_kernels as K
+
         t0 = time.perf_counter()
-        loc = self.location()
-        idx = get_index(loc.wordnet, self._wordnet_checksum())
+        idx = get_index(self.location().wordnet, self._wordnet_checksum())
         G = idx.tables
         if self.measure in IC_MEASURES:
-            files, name = self._ic_file()
-            key = (idx.checksum, self.data_checksum())
+            files, name = wnfiles.locate_ic(self.location(), self.ic)
+            key = self.data_checksum()
             with _LOCK:
                 if key not in _IC:
                     _IC[key] = wnindex.load_ic(files, name, idx)
             ic, max_ic = _IC[key]
             G = K.graph_tables(idx.arrays, ic, max_ic if max_ic > 0 else 1.0)
+        self._K = K
+        self._code = K.MEASURE_CODES[self.measure]
         self._index = idx
         self._G = G
         self.load_seconds = time.perf_counter() - t0
 
+    @property
+    def index(self):
+        """The :class:`WordNetIndex` in use (loads it)."""
+        self.ensure_loaded()
+        return self._index
+
     def _workspace(self) -> tuple:
-        """Per-thread scratch arrays for the kernels (one provider may serve several threads)."""
+        """Per-thread scratch tables for the kernels (a provider may serve several threads)."""
         ws = getattr(self._tls, "ws", None)
         if ws is None:
             a = self._index.arrays["anc_ptr"]
-            ws = self._tls.ws = K.workspace(int((a[1:] - a[:-1]).max()))
+            ws = self._tls.ws = self._K.workspace(int((a[1:] - a[:-1]).max()))
         return ws
-
-    @property
-    def index(self) -> wnindex.WordNetIndex:
-        self.ensure_loaded()
-        assert self._index is not None
-        return self._index
 
     # ---- words --------------------------------------------------------
     def _word(self, word: str) -> tuple[np.ndarray, set[str] | None]:
         """Synset ids of a word (NLTK's wn.synsets order) and, for xia2021, its related names."""
         got = self._words.get(word)
         if got is None:
-            idx = self._index
-            syn = idx.synsets(word)
-            if self._code != K.XIA:
-                syn = np.unique(syn)  # max over pairs: duplicates and order do not matter
-                rel = None
-            else:
-                rel = idx.related_names(syn) if syn.size else None
-            got = (syn, rel)
-            if len(self._words) > 500_000:
+            syn = self._index.synsets(word)
+            if self.measure == "xia2021":
+                # the MEAN counts every synset pair, duplicates included, as NLTK lists them
+                got = (np.asarray(syn, dtype=np.int32), self._index.related_names(syn) if syn else None)
+            else:  # a MAX over pairs: order and duplicates do not matter
+                got = (np.unique(np.asarray(syn, dtype=np.int32)), None)
+            if len(self._words) >= 1_000_000:
                 self._words.clear()
             self._words[word] = got
         return got
 
     def synsets(self, word: str) -> list[str]:
         """NLTK names of the word's synsets, as ``wn.synsets(word)`` lists them."""
-        self.ensure_loaded()
-        idx = self._index
-        return [idx.name(i) for i in idx.synsets(word).tolist()]
+        idx = self.index
+        return [idx.name(i) for i in idx.synsets(word)]
 
-    def _csr(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _vocabulary(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """CSR of the words' synset lists: ptr (W + 1,), syn (total,)."""
+        lists = [self._word(w)[0] for w in words]
         ptr = np.zeros(len(words) + 1, dtype=np.int64)
-        parts = []
-        for k, w in enumerate(words):
-            syn = self._word(w)[0]
-            parts.append(syn)
-            ptr[k + 1] = ptr[k] + syn.size
-        syn = np.concatenate(parts).astype(np.int32) if parts else np.empty(0, np.int32)
-        return ptr, syn
+        np.cumsum([x.size for x in lists], out=ptr[1:])
+        syn = np.concatenate(lists) if lists else np.empty(0, np.int32)
+        return ptr, syn.astype(np.int32, copy=False)
+
+    def _related_codes(self, words: list[str], index: dict[str, int]) -> np.ndarray:
+        """Codes i * W + j (both orders) of word pairs the lemma/antonym rule sets to 1."""
+        n = len(words)
+        codes: list[int] = []
+        for i, w in enumerate(words):
+            rel = self._word(w)[1]
+            if not rel:
+                continue
+            small, big = (rel, index) if len(rel) <= len(index) else (index, rel)
+            for name in small:
+                if name in big:
+                    j = index[name]
+                    codes += (i * n + j, j * n + i)
+        return np.unique(np.asarray(codes, dtype=np.int64))
 
     # ---- computing ----------------------------------------------------
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         words = list(dict.fromkeys([*left, *right]))
-        pos = {w: k for k, w in enumerate(words)}
-        ptr, syn = self._csr(words)
-        rows = np.fromiter((pos[w] for w in left), dtype=np.int64, count=len(left))
-        cols = np.fromiter((pos[w] for w in right), dtype=np.int64, count=len(right))
+        index = {w: k for k, w in enumerate(words)}
+        rows = np.array([index[w] for w in left], dtype=np.int64)  # (L,)
+        cols = np.array([index[w] for w in right], dtype=np.int64)  # (R,)
+        ptr, syn = self._vocabulary(words)
         known = ptr[1:] > ptr[:-1]  # (W,) word has synsets
-        out = np.zeros((len(left), len(right)), dtype=np.float64)
-        todo = known[rows][:, None] & known[cols][None, :]  # (L, R)
-        if self._code == K.XIA:
-            self._xia_prefill(left, right, rows, cols, known, todo, out)
+        both = known[rows][:, None] & known[cols][None, :]  # (L, R)
+        if self.measure == "xia2021":
+            out, todo = self._xia_rules(words, index, rows[:, None], cols[None, :], both)
         else:
-            out[:] = np.nan
+            out = np.full(both.shape, np.nan)
+            todo = both
         if todo.any():
-            K.matrix_kernel(self._code, rows, cols, todo, ptr, syn, self._G, self._workspace(), out)
+            r, c = np.nonzero(todo)  # (T,) each
+            vals = np.empty(r.shape[0])
+            self._K.run_pairs(self._code, rows[r], cols[c], np.ones(r.shape[0], dtype=bool), ptr, syn,
+                              self._G, self._workspace(), vals)
+            out[r, c] = vals
         return out
 
-    def _xia_prefill(self, left, right, rows, cols, known, todo, out) -> None:
-        """Stop words, unknown words and the lemma/antonym rule; leaves ``todo`` = pairs needing wup."""
-        both = known[rows][:, None] & known[cols][None, :]  # (L, R) both words in WordNet
-        equal = np.asarray(left, dtype=object)[:, None] == np.asarray(right, dtype=object)[None, :]
-        out[:] = np.where(both, 0.0, equal.astype(np.float64))  # missing word: 1 iff equal strings
-        related = np.zeros_like(both)
-        for words, other in ((left, right), (right, left)):
-            where: dict[str, list[int]] = {}
-            for k, w in enumerate(other):
-                where.setdefault(w, []).append(k)
-            for k, w in enumerate(words):
-                rel = self._word(w)[1]
-                if not rel:
-                    continue
-                small, big = (rel, where) if len(rel) < len(where) else (where, rel)
-                for name in small:
-                    if name in big:
-                        if words is left:
-                            related[k, where[name]] = True
-                        else:
-                            related[where[name], k] = True
-        related &= both
+    def _xia_rules(self, words, index, i, j, both) -> tuple[np.ndarray, np.ndarray]:
+        """The paper's rules before any Wu-Palmer: (values, pairs still to compute).
+
+        ``i``/``j`` index ``words`` and broadcast to the output shape.
+        """
+        stop = np.array([(not w) or w in PAPER_STOP_WORDS for w in words], dtype=bool)
+        n = len(words)
+        related = np.isin(i * n + j, self._related_codes(words, index)) & both
+        out = np.where(both, 0.0, (i == j).astype(np.float64))  # missing word: 1 iff equal strings
         out[related] = 1.0
-        stop_l = np.array([(not w) or w in PAPER_STOP_WORDS for w in left], dtype=bool)
-        stop_r = np.array([(not w) or w in PAPER_STOP_WORDS for w in right], dtype=bool)
-        stop = stop_l[:, None] | stop_r[None, :]
-        out[stop] = 0.0
-        todo &= ~related & ~stop
+        stopped = stop[i] | stop[j]
+        out[stopped] = 0.0
+        return out, both & ~related & ~stopped
 
     def pair_similarity(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
-        """Element-wise: ``out[k] = similarity([left[k]], [right[k]])``, shape (n,), float32.
+        """Element-wise: ``out[k] == similarity([left[k]], [right[k]])[0, 0]``; shape (n,), float32.
 
-        For precomputing many word pairs at once (a cache fill) without
-        building the full len(left) x len(right) matrix.
+        For filling a cache with many word pairs without building the
+        len(left) x len(right) matrix.  Repeated pairs (and, for symmetric
+        measures, reversed ones) are computed once.
         """
         if isinstance(left, str) or isinstance(right, str):
             raise TypeError("wordnet.pair_similarity takes two lists of words, not str")
@@ -265,38 +270,32 @@ class WordNetProvider(PriorProvider):
                 f"wordnet.pair_similarity: left has {len(left)} words but right has {len(right)}; "
                 "pass two lists of equal length (pair k is left[k], right[k])"
             )
-        for w in (*left, *right):
+        if not left:
+            return np.zeros(0, dtype=np.float32)
+        words = list(dict.fromkeys([*left, *right]))
+        for w in words:
             if not isinstance(w, str):
                 raise TypeError(f"wordnet.pair_similarity: got {type(w).__name__} {w!r}, not str")
-        n = len(left)
-        if n == 0:
-            return np.zeros(0, dtype=np.float32)
         self.ensure_loaded()
-        words = list(dict.fromkeys([*left, *right]))
-        pos = {w: k for k, w in enumerate(words)}
-        ptr, syn = self._csr(words)
-        li = np.fromiter((pos[w] for w in left), dtype=np.int64, count=n)
-        ri = np.fromiter((pos[w] for w in right), dtype=np.int64, count=n)
+        index = {w: k for k, w in enumerate(words)}
+        n = len(words)
+        li = np.array([index[w] for w in left], dtype=np.int64)  # (P,)
+        ri = np.array([index[w] for w in right], dtype=np.int64)  # (P,)
+        if self.measure in SYMMETRIC:
+            li, ri = np.minimum(li, ri), np.maximum(li, ri)
+        codes, first, inverse = np.unique(li * n + ri, return_index=True, return_inverse=True)
+        ui, uj = li[first], ri[first]  # (U,) unique pairs
+        ptr, syn = self._vocabulary(words)
         known = ptr[1:] > ptr[:-1]
-        both = known[li] & known[ri]
-        if self._code == K.XIA:
-            out = np.zeros(n, dtype=np.float64)
-            todo = both.copy()
-            for k in range(n):
-                a, b = left[k], right[k]
-                if not a or not b or a in PAPER_STOP_WORDS or b in PAPER_STOP_WORDS:
-                    todo[k] = False
-                elif not both[k]:
-                    out[k] = 1.0 if a == b else 0.0
-                elif b in self._word(a)[1] or a in self._word(b)[1]:
-                    out[k] = 1.0
-                    todo[k] = False
+        both = known[ui] & known[uj]
+        if self.measure == "xia2021":
+            out, todo = self._xia_rules(words, index, ui, uj, both)
         else:
-            out = np.full(n, np.nan, dtype=np.float64)
+            out = np.full(ui.shape, np.nan)
             todo = both
         if todo.any():
-            K.pairs_kernel(self._code, li, ri, todo, ptr, syn, self._G, self._workspace(), out)
-        return validate_output(out, (n,), self)  # type: ignore[arg-type]
+            self._K.run_pairs(self._code, ui, uj, todo, ptr, syn, self._G, self._workspace(), out)
+        return validate_output(out[inverse.reshape(-1)], (len(left),), self)  # type: ignore[arg-type]
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

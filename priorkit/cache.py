@@ -464,6 +464,7 @@ class PriorCache:
                 )
         elif tables:
             raise self._foreign(tables)
+        self._check_size(con)
         if version == SCHEMA_VERSION:
             return
         if not write:
@@ -485,6 +486,27 @@ class PriorCache:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def _check_size(self, con) -> None:
+        """Refuse a file shorter than the blocks it uses (truncated behind DuckDB's back).
+
+        DuckDB opens such a file and even writes to it; the lower bound is
+        header + used blocks x block size (free blocks at the end may have been
+        trimmed).  Skipped while a WAL exists: replaying it allocates blocks in
+        memory that the file does not have yet, which is not damage.
+        """
+        if Path(str(self.path) + ".wal").exists() or not self.path.exists():
+            return
+        row = _first(con.execute("PRAGMA database_size"))
+        block_size, used_blocks = int(row[2]), int(row[4])
+        expected = _HEADER_BYTES + block_size * used_blocks
+        size = self.path.stat().st_size
+        if size < expected:
+            raise CacheError(
+                f"{self.path} is truncated ({size} bytes, but it uses {used_blocks} blocks of "
+                f"{block_size} bytes); it was left untouched. Restore it from a copy or move it "
+                "away and precompute again"
+            )
 
     def _foreign(self, tables: set[str]) -> CacheError:
         shown = ", ".join(sorted(tables)[:8])
@@ -601,20 +623,21 @@ class PriorCache:
                              f"{values[bad][:3].tolist()} (NaN means 'no knowledge')")
         if not pairs:
             return 0
-        sym = is_symmetric(provider)
-        first: dict[Pair, int] = {}
-        for i, (a, b) in enumerate(pairs):
-            first.setdefault((a, b) if not sym or a <= b else (b, a), i)
-        rows = np.fromiter(first.values(), np.int64, len(first))
-        table = pa.table({"left": pa.array([a for a, _ in first], pa.string()),
-                          "right": pa.array([b for _, b in first], pa.string()),
-                          "value": pa.array(values[rows], pa.float32())})
         fp = provider.fingerprint
         with self.connect(write=True) as con:
-            con.register("new_pairs", table)
             con.execute("BEGIN TRANSACTION")
             try:
                 self._register(con, provider)
+                # the flag recorded with the fingerprint decides, so every writer folds alike
+                sym = self._symmetric(con, fp)
+                first: dict[Pair, int] = {}
+                for i, (a, b) in enumerate(pairs):
+                    first.setdefault((a, b) if not sym or a <= b else (b, a), i)
+                rows = np.fromiter(first.values(), np.int64, len(first))
+                table = pa.table({"left": pa.array([a for a, _ in first], pa.string()),
+                                  "right": pa.array([b for _, b in first], pa.string()),
+                                  "value": pa.array(values[rows], pa.float32())})
+                con.register("new_pairs", table)
                 inserted = con.execute(
                     'INSERT INTO pairs SELECT $fp, n."left", n."right", n.value FROM new_pairs n '
                     'WHERE NOT EXISTS (SELECT 1 FROM pairs p WHERE p.fingerprint = $fp '
@@ -629,10 +652,16 @@ class PriorCache:
                     con.unregister("new_pairs")
         return int(inserted)
 
-    def load(self, fingerprint: str) -> PairTable:
-        """Every stored pair of ``fingerprint`` in a :class:`PairTable` (lock released at return)."""
+    def load(self, fingerprint: str, symmetric: bool = False) -> PairTable:
+        """Every stored pair of ``fingerprint`` in a :class:`PairTable` (lock released at return).
+
+        ``symmetric`` applies only when the fingerprint is not registered yet;
+        otherwise the flag recorded with it decides.
+        """
         with self.connect() as con:
-            sym = self._symmetric(con, fingerprint)
+            known = _first(con.execute('SELECT "symmetric" FROM providers WHERE fingerprint = ?',
+                                       [fingerprint]))
+            sym = bool(known[0]) if known else symmetric
             table = con.sql('SELECT "left", "right", value FROM pairs WHERE fingerprint = $fp',
                             params={"fp": fingerprint}).to_arrow_table()
         return PairTable.from_arrow(table, symmetric=sym)
@@ -796,7 +825,7 @@ class CachedProvider(PriorProvider):
         return f"<CachedProvider {self.provider!r} in {self.cache.path}>"
 
     def load(self) -> None:
-        self.table = self.cache.load(self.fingerprint)
+        self.table = self.cache.load(self.fingerprint, symmetric=self.symmetric)
         if len(self.table) == 0:
             self._warn_if_other_versions()
 

@@ -8,7 +8,8 @@ Formats:
   fields, which are dropped.
 - ``csv`` / ``tsv``: a header row (or ``header=False`` and integer columns);
   columns chosen with ``text_a``/``text_b``/``label`` (names or 0-based
-  indices), guessed from common names otherwise.  CSV uses standard quoting,
+  indices); when none is given, all three are guessed from common names
+  (``sentence1``/``sentence2``/``label``, ``text_a``/``text_b``, ...).  CSV uses standard quoting,
   TSV none (GLUE-style files quote nothing).
 - ``jsonl``: one JSON object per line; the same column options name keys.
 - ``conll``: one token per line (``token TAB tag``; whitespace-separated
@@ -197,9 +198,20 @@ def read_conll(path: str | os.PathLike, limit: int | None = None) -> list[Tagged
     return out[:limit] if limit is not None else out
 
 
+def _columns(header: list[str] | None, text_a: Column, text_b: Column, label: Column,
+             path: Path) -> tuple[Any, Any, Any]:
+    """Resolve the three column options; guess all three only when none is given."""
+    guess = text_a is None and text_b is None and label is None
+    return (
+        _resolve(header, text_a, _TEXT_A_NAMES, "text-a", path, required=True),
+        _resolve(header, text_b, _TEXT_B_NAMES if guess else (), "text-b", path, required=False),
+        _resolve(header, label, _LABEL_NAMES if guess else (), "label", path, required=False),
+    )
+
+
 def _resolve(header: list[str] | None, spec: Column, names: Sequence[str], role: str,
              path: Path, required: bool) -> int | str | None:
-    """A column spec (name, index, None = guess) -> index (tables) or key (JSON)."""
+    """A column spec (name, index, None = guess from ``names``) -> a column index."""
     if isinstance(spec, str) and spec.isdigit():
         spec = int(spec)
     if isinstance(spec, int):
@@ -250,9 +262,7 @@ def read_table(path: str | os.PathLike, delimiter: str = ",", *, text_a: Column 
         if header and head is None:
             raise DataFormatError(f"{path}: the file is empty (expected a header row)")
         names = [h.strip() for h in head] if head is not None else None
-        ia = _resolve(names, text_a, _TEXT_A_NAMES, "text-a", path, required=True)
-        ib = _resolve(names, text_b, _TEXT_B_NAMES, "text-b", path, required=False)
-        il = _resolve(names, label, _LABEL_NAMES, "label", path, required=False)
+        ia, ib, il = _columns(names, text_a, text_b, label, path)
         width = len(names) if names is not None else None
         for row in rows:
             number = reader.line_num
@@ -292,10 +302,8 @@ def read_jsonl(path: str | os.PathLike, *, text_a: str | None = None, text_b: st
             raise DataFormatError(f"{path}:{number}: expected a JSON object, found {type(obj).__name__}")
         if keys is None:
             names = list(obj)
-            ka = _resolve(names, text_a, _TEXT_A_NAMES, "text-a", path, required=True)
-            kb = _resolve(names, text_b, _TEXT_B_NAMES, "text-b", path, required=False)
-            kl = _resolve(names, label, _LABEL_NAMES, "label", path, required=False)
-            keys = tuple(names[k] if isinstance(k, int) else k for k in (ka, kb, kl))  # type: ignore[assignment]
+            cols = _columns(names, text_a, text_b, label, path)
+            keys = tuple(names[k] if isinstance(k, int) else k for k in cols)  # type: ignore[assignment]
         ka, kb, kl = keys
         values = []
         for key, role in ((ka, "text-a"), (kb, "text-b")):

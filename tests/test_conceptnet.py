@@ -5,7 +5,6 @@ import gzip
 import json
 import math
 import time
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -282,3 +281,13 @@ def test_registered_through_the_entry_point():
     assert entry.plugin == "conceptnet"
     p = priorkit.get_provider("conceptnet")
     assert p.symmetric and p.allows_nan
+
+
+def test_unwritable_cache_folder_warns_and_still_works(slice_file, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    p = priorkit.get_provider("conceptnet", path=str(slice_file), cache_dir=str(blocker / "idx"))
+    with pytest.warns(UserWarning, match="could not save the index"):
+        sim = p.similarity(["dog"], ["animal", "dog"])
+    assert sim[0, 1] == 1.0 and 0 < sim[0, 0] < 1
+    assert p.stats()["index_folder"] is None

@@ -18,10 +18,12 @@ WORDS = ["dog", "cat", "car", "heart attack", "democracy"]
 def minilm():
     import torch
 
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny batches: threads only contend on a shared 2-core box
     p = priorkit.get_provider("embedding", device="cpu")
     p.ensure_loaded()
-    return p
+    yield p
+    torch.set_num_threads(threads)  # leave the process as we found it for other test modules
 
 
 @pytest.fixture(scope="module")

@@ -70,12 +70,13 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     from rich.table import Table
 
     table = Table(title=f"{cfg.name}: {result.spec.label}")
-    table.add_column("split")
-    names = [k for k in next(iter(result.metrics["metrics"].values())) if k not in ("examples", "seconds")]
+    scores = result.metrics["metrics"]
+    table.add_column("metric")
+    for split in scores:
+        table.add_column(split, justify="right")
+    names = [k for k in next(iter(scores.values())) if k not in ("examples", "seconds")]
     for name in names:
-        table.add_column(name, justify="right")
-    for split, scores in result.metrics["metrics"].items():
-        table.add_row(split, *[f"{scores[n]:.4f}" for n in names])
+        table.add_row(name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores])
     Console().print(table)
     click.echo(f"metrics: {result.spec.run_dir / 'metrics.json'}")
 

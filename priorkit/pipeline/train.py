@@ -119,7 +119,7 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
 def configure_torch(cfg: PipelineConfig) -> str:
     """Threads and device; returns the device name the Trainer will use."""
     tc = cfg.train
-    threads = tc.threads or os.cpu_count() or 1
+    threads = tc.threads or _usable_cores()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     if tc.device != "auto":
@@ -131,6 +131,13 @@ def configure_torch(cfg: PipelineConfig) -> str:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1  # what this process may use (containers, taskset)
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def model_source(cfg: PipelineConfig) -> str:
