@@ -180,25 +180,15 @@ class WordNetIndex:
 # ---------------------------------------------------------------------------
 # building from the database files
 # ---------------------------------------------------------------------------
-class _Strings:
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.items: list[str] = []
-
-    def __call__(self, s: str) -> int:
-        i = self.ids.get(s)
-        if i is None:
-            if "\n" in s:
-                raise DataFormatError(f"WordNet string {s!r} holds a newline")
-            i = self.ids[s] = len(self.items)
-            self.items.append(s)
-        return i
+def _intern(table: dict[str, int], s: str) -> int:
+    return table.setdefault(s, len(table))
 
 
 def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     """Parse the WordNet database files into a :class:`WordNetIndex`."""
     t0 = time.perf_counter()
-    strings = _Strings()
+    strings: dict[str, int] = {}  # string -> id, in insertion order
+    intern = strings.setdefault
 
     # -- data files: synsets, lemma names, pointers ------------------------
     # Offsets stay strings ("00001740"): WordNet writes them zero-padded to 8
@@ -274,6 +264,7 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
                 )
         return got
 
+    key_get = key_to_id.get
     par_ptr = np.zeros(n + 1, dtype=np.int64)
     par_id: list[int] = []
     for i, hypers in enumerate(hyper_l):
@@ -303,7 +294,9 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
                     f"WordNet file {files.describe(fname)}, line {lineno}: {exc}; re-fetch it with "
                     f"`priorkit data fetch wordnet`"
                 ) from exc
-            ids = [resolve(fpos, o, f"index.{_FILEMAP[fpos]} entry {lemma!r}") for o in offsets]
+            ids = [key_get((fpos, o), -1) for o in offsets]
+            if -1 in ids:
+                ids = [resolve(fpos, o, f"index.{_FILEMAP[fpos]} entry {lemma!r}") for o in offsets]
             entry = lemma_pos.setdefault(lemma, {})
             entry[lpos] = ids
             if lpos == "a":  # NLTK also files the satellites under "s", in index order
@@ -332,19 +325,19 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     rel_ptr = np.zeros(n + 1, dtype=np.int64)
     rel: list[int] = []
     for i in range(n):
-        seen = dict.fromkeys(strings(nm) for nm in lemmas_l[i])
+        seen = dict.fromkeys([intern(nm, len(strings)) for nm in lemmas_l[i]])
         for fpos, off, tidx in ant_l[i].values():
             target = lemmas_l[resolve(fpos, off, f"an antonym of synset {names_l[i]}")]
             if not 0 <= tidx < len(target):
                 raise DataFormatError(f"WordNet antonym pointer of synset {names_l[i]} names lemma {tidx + 1}")
-            seen.setdefault(strings(target[tidx]))
+            seen.setdefault(intern(target[tidx], len(strings)))
         rel.extend(seen)
         rel_ptr[i + 1] = len(rel)
 
     # -- lemma index as CSR per POS ----------------------------------------
     arrays: dict[str, np.ndarray] = {}
     lemma_list = list(lemma_pos)
-    arrays["lemma_str"] = np.asarray([strings(x) for x in lemma_list], dtype=np.int32)
+    arrays["lemma_str"] = np.asarray([intern(x, len(strings)) for x in lemma_list], dtype=np.int32)
     for fpos in FILE_POS:
         ptr = np.zeros(len(lemma_list) + 1, dtype=np.int64)
         syn: list[int] = []
@@ -364,10 +357,10 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         ptr = np.zeros(len(exc) + 1, dtype=np.int64)
         base: list[int] = []
         for r, bases in enumerate(exc.values()):
-            base.extend(strings(b) for b in bases)
+            base.extend([intern(b, len(strings)) for b in bases])
             ptr[r + 1] = len(base)
         arrays[f"exc_{fpos}_ptr"] = ptr
-        arrays[f"exc_{fpos}_form"] = np.asarray([strings(f) for f in exc], dtype=np.int32)
+        arrays[f"exc_{fpos}_form"] = np.asarray([intern(f, len(strings)) for f in exc], dtype=np.int32)
         arrays[f"exc_{fpos}_base"] = np.asarray(base, dtype=np.int32)
 
     # -- the graph: ancestors with BFS distances, depths --------------------
@@ -392,7 +385,7 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     arrays.update(
         pos=pos_a,
         offset=np.asarray(offset_l, dtype=np.int32),
-        name_str=np.asarray([strings(x) for x in names_l], dtype=np.int32),
+        name_str=np.asarray([intern(x, len(strings)) for x in names_l], dtype=np.int32),
         rank=rank,
         par_ptr=par_ptr,
         par_id=par_id_a,
@@ -407,7 +400,11 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         rel_ptr=rel_ptr,
         rel_str=np.asarray(rel, dtype=np.int32),
     )
-    return WordNetIndex(arrays, strings.items, checksum, "built", time.perf_counter() - t0, files.describe())
+    items = list(strings)
+    bad = next((x for x in items if "\n" in x), None)
+    if bad is not None:
+        raise DataFormatError(f"WordNet folder {files.describe()}: a lemma holds a newline ({bad!r})")
+    return WordNetIndex(arrays, items, checksum, "built", time.perf_counter() - t0, files.describe())
 
 
 # ---------------------------------------------------------------------------

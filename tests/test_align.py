@@ -93,8 +93,12 @@ def _reference_paper(tokenizer, provider, a, b):
             chunk_start -= 1
         while chunk_start < len(text) and text[chunk_start].isspace():
             chunk_start += 1
-        chunk = text[chunk_start:].split()[0]
-        keys.append(chunk.lower().translate(str.maketrans("", "", string.punctuation)))
+        rest = text[chunk_start:].split()
+        if not rest:  # trailing whitespace token: in no word, its entries stay 1
+            keys.append(None)
+            sides.append(-1)
+            continue
+        keys.append(rest[0].lower().translate(str.maketrans("", "", string.punctuation)))
         sides.append(seq[t])
     P = np.ones((L, L), dtype=np.float32)
     for i in range(L):
