@@ -163,24 +163,33 @@ def _nltk_may_have(resource: str) -> bool:
 
 
 def _nltk_find(resource: str) -> FileSet | None:
-    """``nltk.data.find`` as a FileSet (folder or zip), or None."""
+    """Where NLTK's corpus loader would find ``resource`` ("corpora/wordnet"): the
+    folder, else ``<name>.zip/<name>/`` (LazyCorpusLoader's order), or None."""
     if not _nltk_may_have(resource):
         return None
     try:
+        import nltk.corpus.util
         import nltk.data
         from nltk.data import ZipFilePathPointer
     except ImportError:  # pragma: no cover - nltk is a dependency
         return None
-    try:
-        ptr = nltk.data.find(resource)
-    except (LookupError, OSError, ValueError, PermissionError):
-        return None
-    if isinstance(ptr, ZipFilePathPointer):
-        zpath = ptr.zipfile.filename
-        entry = ptr.entry if ptr.entry.endswith("/") else ptr.entry + "/"
-        return FileSet(f"{zpath}/{entry}", zip_path=zpath, zip_prefix=entry)
-    p = Path(str(ptr.path if hasattr(ptr, "path") else ptr))
-    return FileSet(str(p)) if p.is_dir() else None
+    subdir, name = resource.rsplit("/", 1)
+    attempts = [resource, f"{subdir}/{name}.zip/{name}/"]
+    if getattr(nltk.corpus.util, "TRY_ZIPFILE_FIRST", False):
+        attempts.reverse()
+    for attempt in attempts:
+        try:
+            ptr = nltk.data.find(attempt)
+        except (LookupError, OSError, ValueError):
+            continue
+        if isinstance(ptr, ZipFilePathPointer):
+            zpath = ptr.zipfile.filename
+            entry = ptr.entry if ptr.entry.endswith("/") else ptr.entry + "/"
+            return FileSet(f"{zpath}/{entry}", zip_path=zpath, zip_prefix=entry)
+        p = Path(str(getattr(ptr, "path", ptr)))
+        if p.is_dir():
+            return FileSet(str(p))
+    return None
 
 
 def _sibling_ic(files: FileSet) -> FileSet | None:

@@ -255,12 +255,15 @@ class WordNetProvider(PriorProvider):
         out[stopped] = 0.0
         return out, both & ~related & ~stopped
 
-    def pair_similarity(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
-        """Element-wise: ``out[k] == similarity([left[k]], [right[k]])[0, 0]``; shape (n,), float32.
+    def pair_similarity(self, left: Sequence[str], right: Sequence[str], *,
+                        dtype: type = np.float32) -> np.ndarray:
+        """Element-wise: ``out[k] == similarity([left[k]], [right[k]])[0, 0]``; shape (n,).
 
         For filling a cache with many word pairs without building the
         len(left) x len(right) matrix.  Repeated pairs (and, for symmetric
-        measures, reversed ones) are computed once.
+        measures, reversed ones) are computed once.  ``dtype=np.float64``
+        returns the kernels' values before the float32 cast (what the tests
+        compare with NLTK to 1e-9).
         """
         if isinstance(left, str) or isinstance(right, str):
             raise TypeError("wordnet.pair_similarity takes two lists of words, not str")
@@ -271,7 +274,7 @@ class WordNetProvider(PriorProvider):
                 "pass two lists of equal length (pair k is left[k], right[k])"
             )
         if not left:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=dtype)
         words = list(dict.fromkeys([*left, *right]))
         for w in words:
             if not isinstance(w, str):
@@ -295,7 +298,9 @@ class WordNetProvider(PriorProvider):
             todo = both
         if todo.any():
             self._K.run_pairs(self._code, ui, uj, todo, ptr, syn, self._G, self._workspace(), out)
-        return validate_output(out[inverse.reshape(-1)], (len(left),), self)  # type: ignore[arg-type]
+        out = out[inverse.reshape(-1)]
+        checked = validate_output(out, (len(left),), self)  # type: ignore[arg-type]
+        return out if np.dtype(dtype) == np.float64 else checked
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -186,10 +186,11 @@ class PairTable:
         self._keys, self._vals = keys, vals[first]
 
     def _ids(self, words: Sequence[str], create: bool) -> np.ndarray:
+        """Word ids; -1 for unknown words (then every key built from it is negative: never found)."""
         vocab = self.vocab
         if create:
-            return np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), np.int64, len(words))
-        return np.fromiter((vocab.get(w, -1) for w in words), np.int64, len(words))
+            return np.array([vocab.setdefault(w, len(vocab)) for w in words], dtype=np.int64)
+        return np.array([vocab.get(w, -1) for w in words], dtype=np.int64)
 
     def add(self, left: Sequence[str], right: Sequence[str], values: Sequence[float] | np.ndarray) -> None:
         """Add pairs (existing keys keep their value)."""
@@ -222,17 +223,19 @@ class PairTable:
         pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
         return self._keys[pos] == keys
 
-    def _lookup_keys(self, keys: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        vals = np.full(keys.shape, np.nan, dtype=np.float32)
-        found = np.zeros(keys.shape, dtype=bool)
-        if len(self._keys):
-            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-            found = valid & (self._keys[pos] == keys)
-            vals[found] = self._vals[pos[found]]
+    def _lookup_keys(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self._keys)
+        if n:
+            pos = np.searchsorted(self._keys, keys)
+            pos[pos == n] = 0
+            found = self._keys[pos] == keys
+            vals = np.where(found, self._vals[pos], np.float32(np.nan))
+        else:
+            found = np.zeros(keys.shape, dtype=bool)
+            vals = np.full(keys.shape, np.nan, dtype=np.float32)
         if self._pending:
-            todo = np.flatnonzero(valid & ~found)
             flat_keys, flat_vals, flat_found = keys.reshape(-1), vals.reshape(-1), found.reshape(-1)
-            for i in todo.tolist():
+            for i in np.flatnonzero(~flat_found).tolist():
                 v = self._pending.get(int(flat_keys[i]))
                 if v is not None:
                     flat_vals[i] = v
@@ -242,15 +245,13 @@ class PairTable:
     def lookup(self, left: Sequence[str], right: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Block lookup: values (len(left), len(right)) float32 (NaN where absent) and a found mask."""
         li, ri = self._ids(left, False), self._ids(right, False)
-        keys = (li[:, None] << 32) | ri[None, :]  # (n, m)
-        valid = (li >= 0)[:, None] & (ri >= 0)[None, :]
-        return self._lookup_keys(keys, valid)
+        return self._lookup_keys((li[:, None] << 32) | ri[None, :])  # (n, m)
 
     def get_many(self, pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray]:
         """Element-wise lookup: values (N,) float32 and found (N,) bool."""
         li = self._ids([a for a, _ in pairs], False)
         ri = self._ids([b for _, b in pairs], False)
-        return self._lookup_keys((li << 32) | ri, (li >= 0) & (ri >= 0))
+        return self._lookup_keys((li << 32) | ri)
 
     # dict-like conveniences
     def __len__(self) -> int:
@@ -514,6 +515,16 @@ class PriorCache:
             f"{self.path} is a DuckDB database of something else (tables: {shown}), not a prior "
             "cache; priorkit will not write into it. Pass another --cache path"
         )
+
+    def check(self) -> None:
+        """Open the file once (writable unless read-only) and close it.
+
+        Fails fast -- before hours of work or seconds of model loading -- on a
+        foreign or damaged file, a lock held by another process, or a schema
+        this version cannot use.
+        """
+        with self.connect(write=not self.read_only):
+            pass
 
     # ---- providers ----------------------------------------------------
     @staticmethod
@@ -854,10 +865,11 @@ class CachedProvider(PriorProvider):
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         assert self.table is not None
         vals, found = self.table.lookup(left, right)  # (n, m)
-        n_missing = int(found.size - found.sum())
-        self.stats.hits += found.size - n_missing
-        if n_missing == 0:
+        if found.all():
+            self.stats.hits += found.size
             return vals
+        n_missing = int(found.size - np.count_nonzero(found))
+        self.stats.hits += found.size - n_missing
         self.stats.misses += n_missing
         rows = np.flatnonzero(~found.all(axis=1))
         cols = np.flatnonzero(~found.all(axis=0))

@@ -62,7 +62,8 @@ def tiny(model_type: str, seed: int = 0, **overrides) -> torch.nn.Module:
     kwargs = dict(_EXTRA[model_type]) if model_type == "distilbert" else {**_SMALL, **_EXTRA.get(model_type, {})}
     kwargs.update(overrides)
     config = AutoConfig.for_model(model_type, **kwargs)
-    auto = AutoModelForSequenceClassification if model_type in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES else AutoModel
+    has_head = model_type in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+    auto = AutoModelForSequenceClassification if has_head else AutoModel
     torch.manual_seed(seed)
     model = auto.from_config(config)
     if model_type == "xmod":
@@ -399,13 +400,23 @@ def test_save_load_round_trip(tmp_path, target, shard):
     torch.testing.assert_close(loaded.base_model.encoder.layer[2].attention.self.prior_gate, src)
 
 
-def test_gates_missing_from_checkpoint_warn(tmp_path):
+def test_gates_missing_or_mismatched_in_checkpoint(tmp_path):
     model = tiny("bert")
-    model.save_pretrained(tmp_path)
-    loaded = AutoModel.from_pretrained(tmp_path)
+    model.save_pretrained(tmp_path / "plain")
+    loaded = AutoModel.from_pretrained(tmp_path / "plain")
     loaded.config.priorkit = {"format": 1, "layers": [0], "mode": "gate", "heads": None, "options": {"init": 1.0}}
     with pytest.warns(UserWarning, match="holds no"):
         enable_prior_attention(loaded)
+
+    enable_prior_attention(model, mode="gate", heads=(1, 2))  # gates of shape (2,)
+    model.save_pretrained(tmp_path / "gated")
+    loaded = AutoModel.from_pretrained(tmp_path / "gated")
+    loaded.config.priorkit["heads"] = None  # now the settings imply shape (4,)
+    with pytest.raises(PriorAttentionConfigError, match=r"shape \(2,\)"):
+        enable_prior_attention(loaded)
+    assert loaded.config._attn_implementation == "sdpa"  # the failed enable left nothing behind
+    assert not [n for n, _ in loaded.named_parameters() if "prior" in n]
+    assert not any("_priorkit_layer" in vars(m) for m in loaded.modules())
 
 
 def test_bad_prior_shapes_name_the_expected_shape():

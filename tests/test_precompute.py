@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from priorkit.align import PriorBuilder
 from priorkit.cache import CachedProvider, PriorCache, canonical_pairs, nan_equal
 from priorkit.datasets import read_dataset
 from priorkit.precompute import collect_pairs, plan_batches, plan_blocks, precompute
-from priorkit.resources import minilm_path, stsb_path
+from priorkit.resources import stsb_path
 
 #: A real plug-in file: character-trigram Jaccard, symmetric; NaN for words without letters.
 PLUGIN = '''
@@ -50,6 +51,22 @@ class Trigram(PriorProvider):
         return out
 
 
+class PaperWordPairs:
+    """The word pairs of the paper preset (keys of cls + A + sep against B + sep,
+    stop words dropped), without loading a tokenizer: lets a test process start
+    in a second instead of importing torch."""
+
+    def __init__(self, provider):
+        self.provider = provider
+
+    def word_pairs(self, text_a, text_b):
+        from priorkit.words import is_stop_word, paper_key
+
+        left = [k for k in dict.fromkeys(["cls", *map(paper_key, text_a.split()), "sep"]) if not is_stop_word(k)]
+        right = [k for k in dict.fromkeys([*map(paper_key, text_b.split()), "sep"]) if not is_stop_word(k)]
+        return [(a, b) for a in left for b in right]
+
+
 @priorkit.hookimpl
 def register_prior_providers(register):
     register("trigram", Trigram)
@@ -73,11 +90,16 @@ def plugin_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def trigram(plugin_dir):
+def plugin_module(plugin_dir):
     spec = importlib.util.spec_from_file_location("trigram_plugin_for_tests", plugin_dir / "trigram_plugin.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Trigram
+    return module
+
+
+@pytest.fixture(scope="module")
+def trigram(plugin_module):
+    return plugin_module.Trigram
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +109,8 @@ def dev_examples():
 
 @pytest.fixture
 def builder(minilm_tokenizer, trigram):
-    return PriorBuilder(minilm_tokenizer, trigram(), layout="paper")
+    """The paper preset (layout, keys, stop words) with the trigram provider."""
+    return PriorBuilder.paper(minilm_tokenizer, provider=trigram())
 
 
 def _stored(path: Path, fingerprint: str) -> dict:
@@ -138,7 +161,7 @@ def test_warm_builder_equals_uncached_builder(tmp_path, builder, dev_examples, m
     examples = dev_examples[100:140]
     path = tmp_path / "c.duckdb"
     precompute(examples, builder, PriorCache(path), progress=False)
-    warm = PriorBuilder(minilm_tokenizer, trigram(), layout="paper", cache=path)
+    warm = PriorBuilder.paper(minilm_tokenizer, provider=trigram(), cache=path)
     assert isinstance(warm.provider, CachedProvider) and warm.cache.read_only
     for e in examples:
         assert np.array_equal(warm.build(e.text_a, e.text_b).numpy(), builder.build(e.text_a, e.text_b).numpy())
@@ -157,12 +180,11 @@ KILLABLE = """
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("trigram_plugin", {plugin!r})
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-from priorkit.align import PriorBuilder
 from priorkit.cache import PriorCache
 from priorkit.datasets import read_dataset
 from priorkit.precompute import precompute
 examples = read_dataset({dataset!r}, limit={limit})
-builder = PriorBuilder({tokenizer!r}, mod.Trigram(), layout="paper")
+builder = mod.PaperWordPairs(mod.Trigram())
 print("start", flush=True)
 precompute(examples, builder, PriorCache({cache!r}), batch_size={batch}, progress=False,
            on_batch=lambda r: print("batch", r.index, r.committed, flush=True))
@@ -171,7 +193,8 @@ print("done", flush=True)
 
 
 def _run_and_kill(script: str, after_batches: int, rng: random.Random) -> int:
-    """Start a precompute process, SIGKILL it after some committed batches (+ a random delay)."""
+    """Start a precompute process, SIGKILL it after some committed batches plus a random
+    delay, so the kill lands anywhere: computing, inserting or committing."""
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     committed = 0
     try:
@@ -182,7 +205,8 @@ def _run_and_kill(script: str, after_batches: int, rng: random.Random) -> int:
                 if int(parts[1]) >= after_batches:
                     break
             assert parts[0] != "done", "the run finished before it could be killed; use more data"
-        os.kill(proc.pid, signal.SIGKILL)  # lands anywhere: computing, inserting, committing
+        time.sleep(rng.uniform(0, 0.05))
+        os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
@@ -190,43 +214,51 @@ def _run_and_kill(script: str, after_batches: int, rng: random.Random) -> int:
     return committed
 
 
-def _kill_cycle(tmp_path, builder, plugin_dir, trials: int, seed: int) -> None:
-    limit, batch = 400, 300
+def test_paper_word_pairs_helper_matches_the_real_builder(plugin_module, builder, dev_examples):
+    helper = plugin_module.PaperWordPairs(builder.provider)
+    for e in dev_examples[:200]:
+        assert helper.word_pairs(e.text_a, e.text_b) == builder.word_pairs(e.text_a, e.text_b)
+
+
+def _kill_cycle(tmp_path, plugin_module, plugin_dir, trials: int, seed: int, limit: int) -> None:
+    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
+    batch = 300
     path = tmp_path / "killed.duckdb"
     examples = read_dataset(stsb_path("dev"), limit=limit)
     wanted, _ = collect_pairs(examples, builder)
     keys = canonical_pairs(wanted)
     fp = builder.provider.fingerprint
     script = KILLABLE.format(plugin=str(plugin_dir / "trigram_plugin.py"), dataset=str(stsb_path("dev")),
-                             limit=limit, tokenizer=str(minilm_path()), cache=str(path), batch=batch)
+                             limit=limit, cache=str(path), batch=batch)
     rng = random.Random(seed)
     for _ in range(trials):
         todo = PriorCache(path).missing(fp, keys) if path.exists() else keys
         before = len(keys) - len(todo)
         sizes = [sum(len(b) for b in batch_) for batch_ in plan_batches(todo, batch_size=batch)]
         whole = {before + int(s) for s in np.cumsum([0, *sizes])}
-        reported = _run_and_kill(script, after_batches=rng.randint(1, 4), rng=rng)
+        assert len(sizes) >= 3, "too little work left to kill a run in the middle; raise limit"
+        reported = _run_and_kill(script, after_batches=rng.randint(1, min(4, len(sizes) - 2)), rng=rng)
         # the file opens, and holds exactly a whole number of this run's batches
         count = PriorCache(path, read_only=True).count(fp)
         assert count in whole, (count, sorted(whole)[:6])
         assert count >= before + reported
         assert count < len(keys)
-    resumed = precompute(examples, builder, PriorCache(path), batch_size=batch, progress=False)
+    resumed = precompute(examples, builder, PriorCache(path), batch_size=10 * batch, progress=False)
     assert resumed.cached == count and resumed.new == len(keys) - count
-    reference = tmp_path / "uninterrupted.duckdb"
-    precompute(examples, builder, PriorCache(reference), batch_size=batch, progress=False)
+    reference = tmp_path / "uninterrupted.duckdb"  # batch size does not change values
+    precompute(examples, builder, PriorCache(reference), batch_size=len(keys), progress=False)
     assert _same_values(_stored(path, fp), _stored(reference, fp))
-    statuses = [r["status"] for r in PriorCache(path, read_only=True).runs()]
+    statuses = [r["status"] for r in PriorCache(path, read_only=True).runs(limit=trials + 1)]
     assert statuses[0] == "finished" and statuses[1:] == ["killed"] * trials
 
 
-def test_sigkill_mid_run_then_resume_gives_identical_values(tmp_path, builder, plugin_dir):
-    _kill_cycle(tmp_path, builder, plugin_dir, trials=1, seed=1)
+def test_sigkill_mid_run_then_resume_gives_identical_values(tmp_path, plugin_module, plugin_dir):
+    _kill_cycle(tmp_path, plugin_module, plugin_dir, trials=2, seed=1, limit=300)
 
 
 @pytest.mark.slow
-def test_repeated_sigkill_then_resume(tmp_path, builder, plugin_dir):
-    _kill_cycle(tmp_path, builder, plugin_dir, trials=5, seed=2)
+def test_repeated_sigkill_then_resume(tmp_path, plugin_module, plugin_dir):
+    _kill_cycle(tmp_path, plugin_module, plugin_dir, trials=20, seed=2, limit=1000)
 
 
 # ---- command line ---------------------------------------------------------
@@ -235,7 +267,7 @@ def test_cli_precompute_and_cache_info(tmp_path, plugin_dir, monkeypatch, builde
 
     monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", str(plugin_dir))
     path = tmp_path / "cli.duckdb"
-    args = ["precompute", str(stsb_path("dev")), "--provider", "trigram", "--limit", "25",
+    args = ["precompute", str(stsb_path("dev")), "--preset", "paper", "--provider", "trigram", "--limit", "25",
             "--cache", str(path), "--json", "--batch-size", "400"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -268,7 +300,8 @@ def test_cli_second_writer_gets_a_clear_error(tmp_path, plugin_dir, builder, dev
         env = {**os.environ, "PRIORKIT_PLUGINS_DIR": str(plugin_dir)}
         proc = subprocess.run(
             [sys.executable, "-c", "from priorkit.cli import main; main()", "precompute", str(stsb_path("dev")),
-             "--provider", "trigram", "--limit", "10", "--cache", str(path), "--timeout", "0.5", "--no-progress"],
+             "--preset", "paper", "--provider", "trigram", "--limit", "10", "--cache", str(path), "--timeout",
+             "0.5", "--no-progress"],
             capture_output=True, text=True, env=env, timeout=120)
     finally:
         holder.kill()
@@ -299,7 +332,7 @@ def test_cli_rejects_conflicting_options(tmp_path):
     from priorkit.cli import cli
 
     result = CliRunner().invoke(cli, ["precompute", str(stsb_path("dev")), "--preset", "paper",
-                                      "--provider", "wordnet", "--cache", str(tmp_path / "x.duckdb")])
+                                      "--layout", "full", "--cache", str(tmp_path / "x.duckdb")])
     assert result.exit_code != 0 and "--preset paper fixes" in result.output
     result = CliRunner().invoke(cli, ["precompute", str(stsb_path("dev")), "--cache", str(tmp_path / "x.duckdb")])
     assert result.exit_code != 0 and "--provider" in result.output

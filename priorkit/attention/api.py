@@ -171,16 +171,20 @@ def enable_prior_attention(
                 f"layer {i}'s {type(module).__name__} already has '{GATE_PARAM}'/'{LAYER_ATTR}'; "
                 "remove them or reload the model."
             )
-    for i in settings.layers:
-        module = modules[i]
-        setattr(module, LAYER_ATTR, LayerPrior(i, settings.mode, n_heads, settings.heads, settings.options))
-        if settings.mode == "gate":
-            ref = next(module.parameters())  # new parameters follow the layer's device and dtype
-            size = n_heads if settings.heads is None else len(settings.heads)
-            gate = torch.full((size,), settings.options["init"], dtype=ref.dtype, device=ref.device)
-            module.register_parameter(GATE_PARAM, nn.Parameter(gate))
-    if settings.mode == "gate" and restoring:
-        _load_gates(model, modules, settings)
+    try:
+        for i in settings.layers:
+            module = modules[i]
+            setattr(module, LAYER_ATTR, LayerPrior(i, settings.mode, settings.heads, settings.options))
+            if settings.mode == "gate":
+                ref = next(module.parameters())  # new parameters follow the layer's device and dtype
+                size = n_heads if settings.heads is None else len(settings.heads)
+                gate = torch.full((size,), settings.options["init"], dtype=ref.dtype, device=ref.device)
+                module.register_parameter(GATE_PARAM, nn.Parameter(gate))
+        if settings.mode == "gate" and restoring:
+            _load_gates(model, modules, settings)
+    except BaseException:
+        _strip(modules)  # a failed enable leaves the model as it was
+        raise
 
     setattr(model, _STATE_ATTR, {"base": current, "previous": saved})
     config._attn_implementation = implementation_name(current)
@@ -226,12 +230,16 @@ def disable_prior_attention(model: nn.Module) -> nn.Module:
     if base is None:
         return model
     state = model.__dict__.pop(_STATE_ATTR, {"base": base, "previous": _ABSENT})
-    for module in attention_modules(model):
-        module.__dict__.pop(LAYER_ATTR, None)
-        module._parameters.pop(GATE_PARAM, None)
+    _strip(attention_modules(model))
     config._attn_implementation = state["base"]
     if state["previous"] is _ABSENT:
         config.__dict__.pop(CONFIG_KEY, None)
     else:
         setattr(config, CONFIG_KEY, state["previous"])
     return model
+
+
+def _strip(modules: list[nn.Module]) -> None:
+    for module in modules:
+        module.__dict__.pop(LAYER_ATTR, None)
+        module._parameters.pop(GATE_PARAM, None)

@@ -45,7 +45,6 @@ class LayerPrior:
 
     layer: int
     mode: str
-    n_heads: int
     heads: tuple[int, ...] | None  # None = all heads
     options: dict[str, float]
 

@@ -27,12 +27,14 @@ def _parse_params(params: tuple[str, ...]) -> dict:
 @click.option("--text-b", default=None, help="Column of the second text (sentence pairs).")
 @click.option("--label", default=None, help="Column of the label.")
 @click.option("--no-header", is_flag=True, help="CSV/TSV without a header row (columns are indices).")
-@click.option("--provider", default=None, help="Provider name (`priorkit providers` lists them).")
+@click.option("--provider", default=None,
+              help="Provider name (`priorkit providers` lists them); with --preset paper it replaces wordnet xia2021.")
 @click.option("--param", "params", multiple=True, help="Provider parameter key=value (repeatable).")
 @click.option("--preset", type=click.Choice(["paper"]), default=None,
-              help="paper: the paper's preset (wordnet xia2021, paper layout and keys).")
+              help="paper: the paper's preset (paper layout, keys and stop words; provider wordnet xia2021 "
+                   "unless --provider is given).")
 @click.option("--layout", type=click.Choice(["paper", "full"]), default=None,
-              help="Layout for --provider (default: paper for pairs, full for single sentences).")
+              help="Layout without a preset (default: full, as `priorkit show`).")
 @click.option("--tokenizer", default=None, help="Tokenizer path or Hub id (default: the embedded MiniLM).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
               help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
@@ -46,37 +48,42 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
                        tokenizer, cache_path, batch_size, limit, timeout, progress, as_json) -> None:
     """Compute every word pair a DATASET needs and store it in the cache.
 
-    Interrupted runs resume: committed batches are kept and not computed again.
+    Build the same way training will (same --preset/--layout, provider and
+    parameters), so training finds every pair.  Interrupted runs resume:
+    committed batches are kept and not computed again.
     """
-    from ..align import PriorBuilder, tokenizer_fingerprint
     from ..cache import PriorCache
     from ..datasets import TaggedSentence, detect_format, file_checksum, read_dataset
-    from ..plugins import get_provider
-    from ..precompute import precompute
-    from ..resources import minilm_path
 
-    if preset == "paper" and (provider or params or layout):
-        raise click.UsageError("--preset paper fixes provider (wordnet xia2021) and layout; "
-                               "drop --provider/--param/--layout, or drop --preset")
+    if preset == "paper" and layout:
+        raise click.UsageError("--preset paper fixes the layout (and keys, stop words); drop --layout or --preset")
+    if params and not provider:
+        raise click.UsageError("--param needs --provider")
     if preset is None and provider is None:
         raise click.UsageError("pass --provider NAME (see `priorkit providers`) or --preset paper")
+    cache = PriorCache(cache_path, timeout=timeout)
+    cache.check()  # a locked or foreign cache fails now, not after loading models
     examples = read_dataset(dataset, fmt, text_a=text_a, text_b=text_b, label=label,
                             header=not no_header, limit=limit)
     if not examples:
         raise click.UsageError(f"{dataset} holds no examples")
+    from ..align import PriorBuilder, tokenizer_fingerprint
+    from ..plugins import get_provider
+    from ..precompute import precompute
+    from ..resources import minilm_path
+
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
     tok = tokenizer or str(minilm_path())
     if preset == "paper":
         if single:
             raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
                                    "(use --provider NAME --layout full)")
-        builder = PriorBuilder.paper(tok)
+        prov = get_provider(provider, **_parse_params(params)) if provider else None
+        builder = PriorBuilder.paper(tok, provider=prov)  # None: wordnet xia2021
     else:
-        chosen = layout or ("full" if single else "paper")
-        if chosen == "paper" and single:
+        if (layout or "full") == "paper" and single:
             raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
-        builder = PriorBuilder(tok, get_provider(provider, **_parse_params(params)), layout=chosen)
-    cache = PriorCache(cache_path, timeout=timeout)
+        builder = PriorBuilder(tok, get_provider(provider, **_parse_params(params)), layout=layout or "full")
     run_info = {
         "dataset": str(dataset),
         "dataset_checksum": file_checksum(dataset),
