@@ -43,6 +43,7 @@ POS_NAMES = "nvars"
 FILE_POS = ("n", "v", "a", "r")  # data.noun, data.verb, data.adj, data.adv; also NLTK's POS_LIST order
 _FILEMAP = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 ROOT_NAME = "*ROOT*"
+MAX_HYPERNYM_DEPTH = 256  # nltk.corpus.reader.wordnet._MAX_HYPERNYM_DEPTH
 
 #: NLTK's morphy rules (nltk.corpus.reader.wordnet.WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS)
 MORPHOLOGICAL_SUBSTITUTIONS = {
@@ -75,7 +76,7 @@ class WordNetIndex:
         a = self.arrays
         self.n_synsets = int(a["pos"].shape[0])
         self._lookup: tuple | None = None
-        self._rel: tuple[list[int], list[int]] | None = None
+        self._rel: tuple[list[int], list[int], dict[int, tuple[str, ...]]] | None = None
         self.tables = graph_tables(a)
         self.lch_depth = a["lch_depth"]  # (5,) per pos code, NLTK's _compute_max_depth
 
@@ -131,12 +132,15 @@ class WordNetIndex:
     def related_names(self, synset_ids) -> set[str]:
         """Lemma names of these synsets plus each lemma's first antonym (the paper's test)."""
         if self._rel is None:
-            self._rel = (self.arrays["rel_ptr"].tolist(), self.arrays["rel_str"].tolist())
-        ptr, ids = self._rel
+            self._rel = (self.arrays["rel_ptr"].tolist(), self.arrays["rel_str"].tolist(), {})
+        ptr, ids, memo = self._rel
         s = self.strings
         out: set[str] = set()
         for x in set(synset_ids):
-            out.update(s[k] for k in ids[ptr[x]:ptr[x + 1]])
+            names = memo.get(x)
+            if names is None:
+                names = memo[x] = tuple(s[k] for k in ids[ptr[x]:ptr[x + 1]])
+            out.update(names)
         return out
 
     def name(self, synset_id: int) -> str:
@@ -364,14 +368,14 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
         arrays[f"exc_{fpos}_base"] = np.asarray(base, dtype=np.int32)
 
     # -- the graph: ancestors with BFS distances, depths --------------------
-    from ._wordnet_kernels import ancestor_tables, depth_tables
-
-    min_depth, max_depth, cycle_at = depth_tables(par_ptr, par_id_a, n)
-    if cycle_at >= 0:
+    depths = depth_tables(par_ptr, par_id_a, n)
+    if depths is None:
         raise DataFormatError(
-            f"WordNet folder {files.describe()}: the hypernym graph has a cycle at {names_l[cycle_at]}"
+            f"WordNet folder {files.describe()}: the hypernym graph has a cycle or a chain deeper "
+            f"than {MAX_HYPERNYM_DEPTH}; NLTK refuses such files too"
         )
-    anc_ptr, anc_id, anc_dist, maxbfs = ancestor_tables(par_ptr, par_id_a, n)
+    min_depth, max_depth = depths
+    anc_ptr, anc_id, anc_dist, maxbfs = ancestor_tables(par_ptr, par_id_a, max_depth)
 
     needs_root = (pos_a != POS_CODES["n"]) | (version == "1.6")
     # NLTK's _compute_max_depth(pos, need_root): max over all_synsets(pos) (+1 with a root)
@@ -405,6 +409,64 @@ def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     if bad is not None:
         raise DataFormatError(f"WordNet folder {files.describe()}: a lemma holds a newline ({bad!r})")
     return WordNetIndex(arrays, items, checksum, "built", time.perf_counter() - t0, files.describe())
+
+
+# ---------------------------------------------------------------------------
+# the hypernym graph (numpy / plain Python: a numba kernel would cost more to
+# compile on a fresh machine than these take to run, and the result is persisted)
+# ---------------------------------------------------------------------------
+def depth_tables(par_ptr: np.ndarray, par_id: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """NLTK's Synset.min_depth() and max_depth() for every synset; None on a cycle
+    (or a chain deeper than NLTK's _MAX_HYPERNYM_DEPTH, which NLTK refuses too).
+
+    Relaxation over all hypernym edges at once, one pass per level (about 20).
+    """
+    child = np.repeat(np.arange(n), np.diff(par_ptr))  # (E,) edge child -> parent par_id
+    is_root = np.diff(par_ptr) == 0  # (n,)
+    max_d = np.zeros(n, dtype=np.int64)
+    min_d = np.where(is_root, 0, np.iinfo(np.int64).max // 2)
+    for _ in range(MAX_HYPERNYM_DEPTH + 2):
+        new_max = np.zeros(n, dtype=np.int64)
+        np.maximum.at(new_max, child, max_d[par_id] + 1)
+        new_min = np.where(is_root, 0, np.iinfo(np.int64).max // 2)
+        np.minimum.at(new_min, child, min_d[par_id] + 1)
+        if np.array_equal(new_max, max_d) and np.array_equal(new_min, min_d):
+            return min_d.astype(np.int32), max_d.astype(np.int32)
+        max_d, min_d = new_max, new_min
+    return None  # still growing: a cycle, or a chain NLTK itself would refuse
+
+
+def ancestor_tables(par_ptr: np.ndarray, par_id: np.ndarray, max_depth: np.ndarray):
+    """Each synset's ancestors (itself included) sorted by id, with the shortest
+    upward distance (what NLTK's breadth-first _shortest_hypernym_paths finds),
+    and the largest of those distances.
+
+    Parents before children (ascending max_depth), each synset's table is its
+    parents' tables one step further, keeping the smaller distance.
+    """
+    n = max_depth.shape[0]
+    ptr_l, par_l = par_ptr.tolist(), par_id.tolist()
+    tables: list[dict[int, int] | None] = [None] * n
+    for x in np.argsort(max_depth, kind="stable").tolist():
+        own = {x: 0}
+        for k in range(ptr_l[x], ptr_l[x + 1]):
+            for a, d in tables[par_l[k]].items():  # type: ignore[union-attr]
+                d += 1
+                if own.get(a, d + 1) > d:
+                    own[a] = d
+        tables[x] = own
+    counts = np.fromiter((len(t) for t in tables), dtype=np.int64, count=n)  # type: ignore[arg-type]
+    anc_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=anc_ptr[1:])
+    ids: list[int] = []
+    dists: list[int] = []
+    maxbfs = np.empty(n, dtype=np.int32)
+    for x, t in enumerate(tables):
+        keys = sorted(t)  # type: ignore[arg-type]
+        ids.extend(keys)
+        dists.extend([t[k] for k in keys])  # type: ignore[index]
+        maxbfs[x] = max(t.values())  # type: ignore[union-attr]
+    return anc_ptr, np.asarray(ids, dtype=np.int32), np.asarray(dists, dtype=np.int16), maxbfs
 
 
 # ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ simulated ``*ROOT*`` synset (min/max depth 0, name ``*ROOT*``).  A missing
 value (NLTK's ``None``, or an exception NLTK raises, such as a part-of-speech
 mismatch for ``lch``/``res``/``jcn``/``lin``) is NaN here.
 
-The graph ``G`` is a tuple of arrays (see ``graph_tables``); ancestor lists are
-sorted by id, so common hypernyms come from a linear merge.
+The graph ``G`` is a tuple of arrays (see ``graph_tables``); ``W`` is a
+per-thread workspace of two small hash tables (see ``workspace``).
 """
 from __future__ import annotations
 
@@ -26,7 +26,13 @@ MEASURE_CODES = {"path": PATH, "wup": WUP, "lch": LCH, "res": RES, "jcn": JCN, "
 
 
 def graph_tables(a: dict, ic: np.ndarray | None = None, max_ic: float = 1.0) -> tuple:
-    """The tuple of arrays the kernels take (order matters)."""
+    """The tuple the kernels take as ``G`` (order matters):
+
+    0 anc_ptr, 1 anc_id, 2 anc_dist (ancestors incl. self, sorted by id, BFS
+    distance), 3 maxbfs, 4 min_depth, 5 max_depth, 6 needs_root, 7 rank
+    (name order; last entry = *ROOT*), 8 pos code, 9 lch depth per pos code,
+    10 IC per synset (NaN: none for its POS), 11 largest finite IC.
+    """
     if ic is None:
         ic = np.full(a["pos"].shape[0], np.nan)
     return (
@@ -37,119 +43,15 @@ def graph_tables(a: dict, ic: np.ndarray | None = None, max_ic: float = 1.0) -> 
 
 
 # ---------------------------------------------------------------------------
-# index building
-# ---------------------------------------------------------------------------
-@njit(cache=True)
-def depth_tables(par_ptr, par_id, n):
-    """Synset.min_depth() and max_depth() for every synset (iterative DFS).
-
-    Returns (min_depth, max_depth, cycle_at) with cycle_at = -1 when acyclic.
-    """
-    mind = np.zeros(n, np.int32)
-    maxd = np.zeros(n, np.int32)
-    state = np.zeros(n, np.int8)  # 0 new, 1 open, 2 done
-    stack = np.empty(n * 4 + 16, np.int64)
-    for x in range(n):
-        if state[x] != 0:
-            continue
-        top = 0
-        stack[top] = x
-        top += 1
-        while top > 0:
-            y = stack[top - 1]
-            if state[y] == 0:
-                state[y] = 1
-                for k in range(par_ptr[y], par_ptr[y + 1]):
-                    p = par_id[k]
-                    if state[p] == 1:
-                        return mind, maxd, p
-                    if state[p] == 0:
-                        if top >= stack.shape[0]:
-                            bigger = np.empty(stack.shape[0] * 2, np.int64)
-                            bigger[:top] = stack[:top]
-                            stack = bigger
-                        stack[top] = p
-                        top += 1
-            elif state[y] == 1:
-                lo = BIG
-                hi = -1
-                for k in range(par_ptr[y], par_ptr[y + 1]):
-                    p = par_id[k]
-                    lo = min(lo, mind[p])
-                    hi = max(hi, maxd[p])
-                if hi < 0:
-                    mind[y] = 0
-                    maxd[y] = 0
-                else:
-                    mind[y] = lo + 1
-                    maxd[y] = hi + 1
-                state[y] = 2
-                top -= 1
-            else:
-                top -= 1
-    return mind, maxd, -1
-
-
-@njit(cache=True)
-def _bfs(x, par_ptr, par_id, stamp, dist, queue):
-    """Synset._shortest_hypernym_paths(x) without the root: fills queue[:count]."""
-    head = 0
-    tail = 1
-    queue[0] = x
-    stamp[x] = x
-    dist[x] = 0
-    while head < tail:
-        y = queue[head]
-        head += 1
-        for k in range(par_ptr[y], par_ptr[y + 1]):
-            p = par_id[k]
-            if stamp[p] != x:
-                stamp[p] = x
-                dist[p] = dist[y] + 1
-                queue[tail] = p
-                tail += 1
-    return tail
-
-
-@njit(cache=True)
-def ancestor_tables(par_ptr, par_id, n):
-    """Each synset's ancestors (itself included), sorted by id, with BFS distances."""
-    stamp = np.full(n, -1, np.int64)
-    dist = np.zeros(n, np.int32)
-    queue = np.empty(n, np.int64)
-    counts = np.zeros(n, np.int64)
-    for x in range(n):
-        counts[x] = _bfs(x, par_ptr, par_id, stamp, dist, queue)
-    ptr = np.zeros(n + 1, np.int64)
-    for x in range(n):
-        ptr[x + 1] = ptr[x] + counts[x]
-    ids = np.empty(ptr[n], np.int32)
-    dd = np.empty(ptr[n], np.int16)
-    maxbfs = np.zeros(n, np.int32)
-    stamp[:] = -1
-    for x in range(n):
-        c = _bfs(x, par_ptr, par_id, stamp, dist, queue)
-        seg = np.sort(queue[:c])
-        m = 0
-        for k in range(c):
-            ids[ptr[x] + k] = seg[k]
-            d = dist[seg[k]]
-            dd[ptr[x] + k] = d
-            if d > m:
-                m = d
-        maxbfs[x] = m
-    return ptr, ids, dd, maxbfs
-
-
-# ---------------------------------------------------------------------------
 # word-pair kernels
 #
 # For each synset ``a`` of the left word, a's ancestors go into a tiny
 # open-addressing hash table (id -> BFS distance, a few hundred bytes, so it
 # stays in L1); each synset ``b`` of the right word then scans its own sorted
 # ancestor list against it.  Tables are "cleared" by bumping a generation
-# number.  All per-synset-pair work is inlined in one loop nest: no calls with
-# array arguments inside the hot loop.
+# number.  The two tiny look-up helpers are inlined into the loops; a call
+# per synset pair with the whole graph tuple as argument costs more than the
+# work itself (refcounts), so each word-pair function holds its loop nest.
 # ---------------------------------------------------------------------------
 @njit(cache=True, inline="always")
 def _slot(c, mask):
@@ -393,7 +295,7 @@ def workspace(max_ancestors: int) -> tuple:
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pairs_dist(code, left, right, todo, w_ptr, w_syn, G, W, out):
     """out[k] = word_dist(left[k], right[k]) where todo[k] (path, lch)."""
     for k in range(left.shape[0]):
@@ -403,7 +305,7 @@ def pairs_dist(code, left, right, todo, w_ptr, w_syn, G, W, out):
             out[k] = word_dist(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pairs_ic(code, left, right, todo, w_ptr, w_syn, G, W, out):
     """out[k] = word_ic(left[k], right[k]) where todo[k] (res, jcn, lin)."""
     for k in range(left.shape[0]):
@@ -413,7 +315,7 @@ def pairs_ic(code, left, right, todo, w_ptr, w_syn, G, W, out):
             out[k] = word_ic(code, w_ptr[i], w_ptr[i + 1], w_ptr[j], w_ptr[j + 1], w_syn, G, W)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pairs_wup(code, left, right, todo, w_ptr, w_syn, G, W, out):
     """out[k] = word_wup(left[k], right[k]) where todo[k] (wup, xia2021)."""
     for k in range(left.shape[0]):

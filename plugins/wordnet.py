@@ -20,6 +20,7 @@ seconds instead of the half hour NLTK needs.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import threading
 import time
@@ -54,10 +55,12 @@ _LOCK = threading.Lock()
 
 
 def index_dir() -> Path:
-    """Where built indexes are persisted: ``$PRIORKIT_HOME/indexes``."""
+    """Where built indexes are persisted: ``$PRIORKIT_WORDNET_INDEX_DIR``, else
+    ``$PRIORKIT_HOME/index/wordnet`` (always writable, unlike a shared NLTK data folder)."""
     from priorkit.resources import priorkit_home
 
-    return priorkit_home() / "indexes"
+    env = os.environ.get("PRIORKIT_WORDNET_INDEX_DIR")
+    return Path(env).expanduser() if env else priorkit_home() / "index" / "wordnet"
 
 
 def get_index(files: wnfiles.FileSet, checksum: str):
@@ -104,6 +107,9 @@ class WordNetProvider(PriorProvider):
         # The location is not a parameter: the data checksum identifies the files,
         # so the same WordNet in two places shares one cache.
         self.measure = measure
+        #: sim(a, b) == sim(b, a): the cache stores such pairs once (wup alone is
+        #: asymmetric: NLTK's a.wup_similarity(b) picks ``a`` as subsumer first)
+        self.symmetric = measure in SYMMETRIC
         self.path = None if path is None else str(path)
         self.ic = str(ic)
         self._location: wnfiles.WordNetLocation | None = None
@@ -176,16 +182,16 @@ class WordNetProvider(PriorProvider):
         return ws
 
     # ---- words --------------------------------------------------------
-    def _word(self, word: str) -> tuple[np.ndarray, set[str] | None]:
+    def _word(self, word: str) -> tuple[list[int], set[str] | None]:
         """Synset ids of a word (NLTK's wn.synsets order) and, for xia2021, its related names."""
         got = self._words.get(word)
         if got is None:
             syn = self._index.synsets(word)
             if self.measure == "xia2021":
                 # the MEAN counts every synset pair, duplicates included, as NLTK lists them
-                got = (np.asarray(syn, dtype=np.int32), self._index.related_names(syn) if syn else None)
+                got = (syn, self._index.related_names(syn) if syn else None)
             else:  # a MAX over pairs: order and duplicates do not matter
-                got = (np.unique(np.asarray(syn, dtype=np.int32)), None)
+                got = (sorted(set(syn)), None)
             if len(self._words) >= 1_000_000:
                 self._words.clear()
             self._words[word] = got
@@ -200,9 +206,9 @@ class WordNetProvider(PriorProvider):
         """CSR of the words' synset lists: ptr (W + 1,), syn (total,)."""
         lists = [self._word(w)[0] for w in words]
         ptr = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum([x.size for x in lists], out=ptr[1:])
-        syn = np.concatenate(lists) if lists else np.empty(0, np.int32)
-        return ptr, syn.astype(np.int32, copy=False)
+        np.cumsum([len(x) for x in lists], out=ptr[1:])
+        syn = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int32, count=int(ptr[-1]))
+        return ptr, syn
 
     def _related_codes(self, words: list[str], index: dict[str, int]) -> np.ndarray:
         """Codes i * W + j (both orders) of word pairs the lemma/antonym rule sets to 1."""

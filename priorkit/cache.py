@@ -414,7 +414,7 @@ class PriorCache:
                 if left <= 0:
                     raise self._lock_error(exc, read_only) from exc
                 time.sleep(min(delay, left))
-                delay = min(delay * 2, 0.5)
+                delay = min(delay * 2, 0.25)
 
     def _open_error(self, exc: Exception) -> CacheError:
         msg = str(exc)
@@ -474,12 +474,12 @@ class PriorCache:
                                  "run `priorkit precompute` to fill it")
             raise CacheError(f"{self.path} has cache schema version {version}; open it writable "
                              f"once to migrate it to version {SCHEMA_VERSION}")
-        if version == 0:
-            con.execute("CREATE TABLE IF NOT EXISTS schema_version "
-                        "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied TIMESTAMP NOT NULL)")
         for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-            con.execute("BEGIN TRANSACTION")
+            con.execute("BEGIN TRANSACTION")  # DDL is transactional: a kill leaves no half schema
             try:
+                if number == 1:
+                    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                                "name VARCHAR NOT NULL, applied TIMESTAMP NOT NULL)")
                 migration(con)
                 con.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
                             [number, migration.__name__, _utcnow()])
@@ -785,12 +785,24 @@ class _WriteBuffer:
     def __len__(self) -> int:
         return len(self.pairs)
 
-    def flush(self) -> int:
-        if not self.pairs:
-            return 0
-        pairs, values = self.pairs, np.concatenate(self.values)
+    def take(self) -> tuple[list[Pair], np.ndarray]:
+        pairs, values = self.pairs, self.values
         self.pairs, self.values = [], []
-        return self.cache.put(self.provider, pairs, values)
+        return pairs, (np.concatenate(values) if values else np.empty(0, np.float32))
+
+    def give_back(self, pairs: list[Pair], values: np.ndarray) -> None:
+        self.pairs[:0] = pairs
+        self.values.insert(0, values)
+
+    def flush(self) -> int:
+        pairs, values = self.take()
+        if not pairs:
+            return 0
+        try:
+            return self.cache.put(self.provider, pairs, values)
+        except BaseException:
+            self.give_back(pairs, values)
+            raise
 
 
 def _flush_at_exit(buffer: _WriteBuffer) -> None:
@@ -830,6 +842,7 @@ class CachedProvider(PriorProvider):
         self.stats = CacheStats()
         self.table: PairTable | None = None
         self._buffer = _WriteBuffer(self.cache, provider)
+        self._lock = threading.Lock()  # table and buffer are shared by threads (DataLoader workers)
         self._finalizer = None if self.cache.read_only else weakref.finalize(self, _flush_at_exit, self._buffer)
 
     def __repr__(self) -> str:
@@ -864,7 +877,8 @@ class CachedProvider(PriorProvider):
 
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         assert self.table is not None
-        vals, found = self.table.lookup(left, right)  # (n, m)
+        with self._lock:
+            vals, found = self.table.lookup(left, right)  # (n, m)
         if found.all():
             self.stats.hits += found.size
             return vals
@@ -880,17 +894,28 @@ class CachedProvider(PriorProvider):
         new_right = [right[j] for j in cols[ci].tolist()]
         new_vals = sub[ri, ci]
         vals[rows[ri], cols[ci]] = new_vals
-        self.table.add(new_left, new_right, new_vals)
-        if not self.cache.read_only:
-            self._buffer.pairs.extend(zip(new_left, new_right))
-            self._buffer.values.append(new_vals)
-            if len(self._buffer) >= self.flush_every:
-                self.flush()
+        with self._lock:
+            self.table.add(new_left, new_right, new_vals)
+            if not self.cache.read_only:
+                self._buffer.pairs.extend(zip(new_left, new_right))
+                self._buffer.values.append(new_vals)
+            due = len(self._buffer) >= self.flush_every
+        if due:
+            self.flush()
         return vals
 
     def flush(self) -> int:
-        """Write buffered pairs now; returns how many were new in the file."""
-        n = self._buffer.flush()
+        """Write buffered pairs now (one transaction); returns how many were new in the file."""
+        with self._lock:
+            pairs, values = self._buffer.take()
+        if not pairs:
+            return 0
+        try:
+            n = self.cache.put(self.provider, pairs, values)
+        except BaseException:
+            with self._lock:  # keep them for the next flush (e.g. after a lock timeout)
+                self._buffer.give_back(pairs, values)
+            raise
         self.stats.written += n
         return n
 

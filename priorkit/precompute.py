@@ -186,7 +186,7 @@ def plan_blocks(pairs: Sequence[Pair], min_density: float = 1.0, max_cells: int 
     return blocks
 
 
-def plan_batches(pairs: Sequence[Pair], batch_size: int = 20_000, min_density: float = 1.0,
+def plan_batches(pairs: Sequence[Pair], batch_size: int = 50_000, min_density: float = 1.0,
                  max_cells: int = 1 << 16) -> list[list[Block]]:
     """Blocks grouped into batches of about ``batch_size`` pairs (one transaction each)."""
     batches: list[list[Block]] = []
@@ -214,7 +214,7 @@ def compute_batch(provider: PriorProvider, blocks: Sequence[Block]) -> tuple[lis
     return pairs, (np.concatenate(values) if values else np.empty(0, np.float32))
 
 
-def precompute(examples: Iterable[Any], builder: Any, cache: PriorCache, *, batch_size: int = 20_000,
+def precompute(examples: Iterable[Any], builder: Any, cache: PriorCache, *, batch_size: int = 50_000,
                progress: bool = True, min_density: float = 1.0, run_info: dict[str, Any] | None = None,
                on_batch: Callable[[BatchReport], None] | None = None) -> PrecomputeSummary:
     """Compute and store every word pair ``builder`` needs for ``examples``.

@@ -361,3 +361,21 @@ def test_info_reports_providers_pairs_and_runs(filled):
     assert info["pairs"] == len(pairs) + 1 and info["schema_version"] == 1
     assert info["size_bytes"] == cache.path.stat().st_size
     assert info["runs"][0]["status"] == "finished" and info["runs"][0]["dataset"] == "x.tsv"
+
+
+def test_cached_provider_keeps_unwritten_pairs_when_the_file_is_locked(tmp_path):
+    path = tmp_path / "c.duckdb"
+    prov = Trigram()
+    cp = CachedProvider(prov, PriorCache(path, timeout=0.2), flush_every=10**9)
+    PriorCache(path).check()
+    cp.similarity(["cat", "dog"], ["hat", "fog", "log"])
+    holder = _holder(path, "write", 20)
+    try:
+        with pytest.raises(CacheError, match="locked"):
+            cp.flush()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cp.flush() == 6  # kept and written once the lock is gone
+    assert PriorCache(path, read_only=True).count(prov.fingerprint) == 6
+    cp.close()

@@ -177,19 +177,27 @@ def test_block_shape_does_not_change_values(tmp_path, builder, dev_examples):
 
 
 KILLABLE = """
-import importlib.util, sys
+import importlib.util, sys, time
 spec = importlib.util.spec_from_file_location("trigram_plugin", {plugin!r})
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 from priorkit.cache import PriorCache
 from priorkit.datasets import read_dataset
 from priorkit.precompute import precompute
-examples = read_dataset({dataset!r}, limit={limit})
+examples = read_dataset({dataset!r}, limit={limit})[{start}:]
 builder = mod.PaperWordPairs(mod.Trigram())
 print("start", flush=True)
-precompute(examples, builder, PriorCache({cache!r}), batch_size={batch}, progress=False,
-           on_batch=lambda r: print("batch", r.index, r.committed, flush=True))
+def report(r):
+    print("batch", r.index, r.committed, flush=True)
+    time.sleep({pause})  # a slower provider: leaves readers a window between batches
+precompute(examples, builder, PriorCache({cache!r}), batch_size={batch}, progress=False, on_batch=report)
 print("done", flush=True)
 """
+
+
+def _script(plugin_dir: Path, path: Path, limit: int, batch: int, start: int = 0, pause: float = 0.0) -> str:
+    """A precompute of STS-B dev[start:limit] (trigram provider) as a standalone program."""
+    return KILLABLE.format(plugin=str(plugin_dir / "trigram_plugin.py"), dataset=str(stsb_path("dev")),
+                           limit=limit, start=start, cache=str(path), batch=batch, pause=pause)
 
 
 def _run_and_kill(script: str, after_batches: int, rng: random.Random) -> int:
@@ -228,8 +236,7 @@ def _kill_cycle(tmp_path, plugin_module, plugin_dir, trials: int, seed: int, lim
     wanted, _ = collect_pairs(examples, builder)
     keys = canonical_pairs(wanted)
     fp = builder.provider.fingerprint
-    script = KILLABLE.format(plugin=str(plugin_dir / "trigram_plugin.py"), dataset=str(stsb_path("dev")),
-                             limit=limit, cache=str(path), batch=batch)
+    script = _script(plugin_dir, path, limit, batch)
     rng = random.Random(seed)
     for _ in range(trials):
         todo = PriorCache(path).missing(fp, keys) if path.exists() else keys
@@ -337,3 +344,44 @@ def test_cli_rejects_conflicting_options(tmp_path):
     result = CliRunner().invoke(cli, ["precompute", str(stsb_path("dev")), "--cache", str(tmp_path / "x.duckdb")])
     assert result.exit_code != 0 and "--provider" in result.output
     assert not (tmp_path / "x.duckdb").exists()
+
+
+# ---- concurrent processes ---------------------------------------------------
+
+def test_readers_during_a_write_see_whole_batches(tmp_path, plugin_module, plugin_dir):
+    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
+    path = tmp_path / "c.duckdb"
+    examples = read_dataset(stsb_path("dev"), limit=300)
+    keys = canonical_pairs(collect_pairs(examples, builder)[0])
+    whole = {int(s) for s in np.cumsum([0, *[sum(len(b) for b in batch) for batch in plan_batches(keys, 300)]])}
+    PriorCache(path).check()
+    proc = subprocess.Popen([sys.executable, "-c", _script(plugin_dir, path, 300, 300, pause=0.1)],
+                            stdout=subprocess.DEVNULL)
+    seen = []
+    reader = PriorCache(path, read_only=True, timeout=30)
+    fp = builder.provider.fingerprint
+    while proc.poll() is None:
+        seen.append(reader.count(fp))
+        time.sleep(0.01)
+    proc.wait()
+    seen.append(reader.count(fp))
+    assert proc.returncode == 0
+    assert len(set(seen)) > 2, "the reader never saw the writer in the middle of its run"
+    assert set(seen) <= whole and seen == sorted(seen) and seen[-1] == len(keys)
+
+
+def test_two_writers_at_once_lose_nothing(tmp_path, plugin_module, plugin_dir):
+    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
+    path = tmp_path / "c.duckdb"
+    PriorCache(path).check()
+    # overlapping slices of STS-B dev, written by two processes at the same time
+    procs = [subprocess.Popen([sys.executable, "-c", _script(plugin_dir, path, limit, 200, start)],
+                              stdout=subprocess.DEVNULL) for limit, start in ((300, 0), (450, 150))]
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    examples = read_dataset(stsb_path("dev"), limit=450)
+    reference = tmp_path / "one-writer.duckdb"
+    summary = precompute(examples, builder, PriorCache(reference), progress=False)
+    fp = builder.provider.fingerprint
+    assert PriorCache(path, read_only=True).count(fp) == summary.pairs  # no pair lost, none twice
+    assert _same_values(_stored(path, fp), _stored(reference, fp))

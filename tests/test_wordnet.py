@@ -277,6 +277,18 @@ def test_matrix_agrees_with_pairs(providers):
         np.testing.assert_array_equal(mat.reshape(-1), flat)
 
 
+def test_symmetry_flag_matches_values(providers, pairs):
+    """The cache stores (a, b) once for symmetric measures: the flag must be true to the values."""
+    words = sorted({w for p in pairs[:60] for w in p})
+    for m, p in providers.items():
+        out = p.similarity(words, words)
+        if m == "wup":
+            assert p.symmetric is False  # NLTK's a.wup_similarity(b) prefers a as subsumer
+        else:
+            assert p.symmetric is True
+            np.testing.assert_allclose(out, out.T, rtol=0, atol=1e-7, equal_nan=True)
+
+
 @pytest.mark.slow
 def test_lch_depth_is_nltks(providers, wn_root):
     """The per-POS taxonomy depth lch divides by, against a fresh NLTK reader's own."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -38,7 +39,8 @@ def _parse_params(params: tuple[str, ...]) -> dict:
 @click.option("--tokenizer", default=None, help="Tokenizer path or Hub id (default: the embedded MiniLM).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
               help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
-@click.option("--batch-size", default=20_000, show_default=True, help="Pairs per committed transaction.")
+@click.option("--batch-size", default=50_000, show_default=True,
+              help="Pairs per committed transaction (a kill loses at most one batch).")
 @click.option("--limit", type=int, default=None, help="Only the first N examples.")
 @click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for another process's lock on the cache.")
@@ -149,24 +151,28 @@ def cache_info(cache_path, runs, timeout, as_json) -> None:
                   + (f" (+{info['wal_bytes'] / 1e6:.1f} MB WAL)" if info["wal_bytes"] else "")
                   + f", schema v{info['schema_version']}, {info['pairs']:,} pairs")
     table = Table(title="providers")
-    for col, just in (("fingerprint", "left"), ("name", "left"), ("version", "left"), ("params", "left"),
-                      ("pairs", "right"), ("NaN", "right"), ("mean", "right"), ("symmetric", "left"),
-                      ("created", "left")):
-        table.add_column(col, justify=just)
+    table.add_column("fingerprint", no_wrap=True)
+    table.add_column("provider")
+    for col in ("pairs", "NaN", "mean"):
+        table.add_column(col, justify="right", no_wrap=True)
     for p in info["providers"]:
-        table.add_row(p["fingerprint"], p["name"], p["version"], json.dumps(p["params"]), f"{p['pairs']:,}",
-                      f"{p['nan']:,}", "-" if p["mean"] is None else f"{p['mean']:.4f}",
-                      "yes" if p["symmetric"] else "no", p["created"])
+        params = " ".join(f"{k}={v}" for k, v in p["params"].items())
+        what = f"{p['name']} v{p['version']} {params}".strip() + (" (symmetric)" if p["symmetric"] else "")
+        table.add_row(p["fingerprint"], what, f"{p['pairs']:,}", f"{p['nan']:,}",
+                      "-" if p["mean"] is None else f"{p['mean']:.4f}")
     console.print(table)
     if info["runs"]:
         rt = Table(title="recent precompute runs")
-        for col in ("id", "status", "started", "dataset", "layout", "fingerprint", "pairs", "new",
-                    "cached", "seconds"):
-            rt.add_column(col)
+        rt.add_column("id", justify="right")
+        rt.add_column("status")
+        rt.add_column("started (UTC)", no_wrap=True)
+        rt.add_column("dataset")
+        for col in ("pairs", "new", "cached", "s"):
+            rt.add_column(col, justify="right", no_wrap=True)
         for r in info["runs"]:
-            rt.add_row(str(r["id"]), r["status"], r["started"], r["dataset"] or "-", r["layout"] or "-",
-                       r["fingerprint"] or "-", _n(r["pairs"]), _n(r["new"]), _n(r["cached"]),
-                       "-" if r["seconds"] is None else f"{r['seconds']:.1f}")
+            rt.add_row(str(r["id"]), r["status"], (r["started"] or "")[:19].replace("T", " "),
+                       Path(r["dataset"]).name if r["dataset"] else "-", _n(r["pairs"]), _n(r["new"]),
+                       _n(r["cached"]), "-" if r["seconds"] is None else f"{r['seconds']:.1f}")
         console.print(rt)
 
 

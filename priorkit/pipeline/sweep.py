@@ -240,17 +240,20 @@ def plot(cfg: PipelineConfig, cells: Sequence[Cell], path: Path) -> Path:
     priors = list(dict.fromkeys(c.prior for c in cells))
     fractions = sorted({c.fraction for c in cells})
     log_x = len(fractions) > 1 and max(fractions) / min(fractions) >= 5
+    span = (max(fractions) - min(fractions)) or max(fractions)
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     for k, p in enumerate(priors):
         pts = sorted((c.fraction, c.mean, c.std) for c in cells if c.prior == p)
         xs = np.array([x for x, _, _ in pts])
         # a small horizontal offset keeps error bars of different settings apart
         offset = (k - (len(priors) - 1) / 2) * 0.03
-        xs = xs * (10 ** offset) if log_x else xs + offset * (max(fractions) - min(fractions) or 1) * 0.5
+        xs = xs * (10 ** offset) if log_x else xs + offset * span
         ax.errorbar(xs, [m for _, m, _ in pts], yerr=[s for _, _, s in pts], marker="o", capsize=4,
                     label=p, linewidth=1.5)
     if log_x:
         ax.set_xscale("log")
+    elif len(fractions) == 1:  # one fraction: keep the settings' points close together
+        ax.set_xlim(fractions[0] - 0.25 * span, fractions[0] + 0.25 * span)
     ax.set_xticks(fractions)
     ax.set_xticklabels([f"{f:g}" for f in fractions])
     ax.set_xlabel("training fraction")
