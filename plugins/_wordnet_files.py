@@ -20,7 +20,7 @@ import io
 import os
 import zipfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import Iterator
 
 from priorkit.errors import ResourceError
 
@@ -59,9 +59,18 @@ class FileSet:
             raise ResourceError(f"cannot read WordNet file {self.describe(name)}: {exc}; {FETCH_HINT}") from exc
 
     def lines(self, name: str) -> Iterator[str]:
-        """Lines of a UTF-8 text file (what NLTK's reader sees)."""
+        """Lines of a UTF-8 text file, newlines translated as NLTK's reader sees them."""
         data = self.read_bytes(name)
-        return iter(io.TextIOWrapper(io.BytesIO(data), encoding="utf8"))
+        try:
+            text = data.decode("utf8")
+        except UnicodeDecodeError as exc:
+            from priorkit.errors import DataFormatError
+
+            line = data[: exc.start].count(b"\n") + 1
+            raise DataFormatError(
+                f"WordNet file {self.describe(name)}, line {line}: not UTF-8 ({exc.reason}); {FETCH_HINT}"
+            ) from exc
+        return iter(io.StringIO(text, newline=None))
 
     def describe(self, name: str = "") -> str:
         return os.path.join(self.location, name) if name else self.location
@@ -229,15 +238,36 @@ def locate_ic(loc: WordNetLocation, ic: str) -> tuple[FileSet, str]:
     )
 
 
+_CHECKSUMS: dict[tuple, str] = {}
+
+
+def _stamp(files: FileSet, names) -> tuple:
+    """(path, size, mtime) of what would be hashed: re-hash only when it changes."""
+    paths = [files.zip_path] if files.zip_path is not None else [os.path.join(files.location, n) for n in names]
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        out.append((p, st.st_size, st.st_mtime_ns))
+    return (files.location, tuple(names), tuple(out))
+
+
 def checksum(files: FileSet, names: tuple[str, ...] | list[str]) -> str:
-    """sha256 over the named files (names and bytes), hex."""
+    """sha256 over the named files (names and bytes), hex; remembered per process
+    while the files' sizes and modification times stay the same."""
+    try:
+        key = _stamp(files, names)
+    except OSError:
+        key = None
+    if key is not None and key in _CHECKSUMS:
+        return _CHECKSUMS[key]
     h = hashlib.sha256()
     for name in names:
         data = files.read_bytes(name)
         h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
         h.update(data)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if key is not None:
+        _CHECKSUMS[key] = digest
+    return digest
 
 
-def open_text(files: FileSet, name: str) -> IO[str]:  # pragma: no cover - convenience
-    return io.TextIOWrapper(io.BytesIO(files.read_bytes(name)), encoding="utf8")

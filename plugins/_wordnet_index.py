@@ -1,7 +1,7 @@
 """WordNet as flat arrays: everything NLTK's similarity methods walk, precomputed once.
 
 Built straight from the WordNet database files (the same files NLTK reads) in
-a couple of seconds, then persisted as an ``.npz`` keyed by the files' checksum,
+about 5 s of CPU, then persisted as an ``.npz`` keyed by the files' checksum,
 so later processes load it in a fraction of a second.  What it holds, per
 synset (ids ``0..N-1``, in data-file order noun, verb, adj, adv):
 
@@ -11,8 +11,8 @@ synset (ids ``0..N-1``, in data-file order noun, verb, adj, adv):
   distances (where NLTK puts its simulated ``*ROOT*``: ``max + 1``)
 - ``min_depth``/``max_depth``: NLTK's ``Synset.min_depth()``/``max_depth()``
 - ``rank``: the position of NLTK's synset name (``dog.n.01``) in sorted order,
-  with ``*ROOT*`` given ``root_rank``: NLTK breaks lowest-common-hypernym ties
-  with ``sorted()`` on names
+  with one extra last entry for ``*ROOT*``: NLTK breaks lowest-common-hypernym
+  ties with ``sorted()`` on names
 - ``pos``: 0 n, 1 v, 2 a, 3 r, 4 s (satellite)
 - ``rel_ptr/rel_str``: lemma names plus the first antonym of each lemma (the
   paper's "related" words), as ids into the string table
@@ -35,6 +35,7 @@ import numpy as np
 from priorkit.errors import DataFormatError, ResourceError
 
 from . import _wordnet_files as files_mod
+
 #: bump when the layout or the semantics of the persisted arrays change
 INDEX_FORMAT = 1
 
@@ -184,10 +185,6 @@ class WordNetIndex:
 # ---------------------------------------------------------------------------
 # building from the database files
 # ---------------------------------------------------------------------------
-def _intern(table: dict[str, int], s: str) -> int:
-    return table.setdefault(s, len(table))
-
-
 def build(files: files_mod.FileSet, checksum: str) -> WordNetIndex:
     """Parse the WordNet database files into a :class:`WordNetIndex`."""
     t0 = time.perf_counter()

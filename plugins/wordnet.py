@@ -118,7 +118,7 @@ class WordNetProvider(PriorProvider):
         self._K = None  # the kernels module (imports numba), loaded with the data
         self._code = -1
         self._G: tuple | None = None
-        self._words: dict[str, tuple[np.ndarray, set[str] | None]] = {}
+        self._words: dict[str, tuple[list[int], set[str] | None]] = {}
         self._tls = threading.local()
         self.load_seconds: float | None = None
         if self.path is not None:

@@ -27,7 +27,6 @@ multiplicative no-op).
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import hashlib
 import json
@@ -226,9 +225,9 @@ class PriorBuilder:
                 keys_b = self._side_keys(text_b)
                 phrases += _phrase_keys(keys_b, self._spans(keys_b))
             left = right = _dedupe(phrases)
-        if self.stop_words is not None:
-            left = [k for k in left if k and k not in self.stop_words]
-            right = [k for k in right if k and k not in self.stop_words]
+        stop = self.stop_words or frozenset()
+        left = [k for k in left if k and k not in stop]
+        right = [k for k in right if k and k not in stop]
         return left, right
 
     # ---- alignment ----------------------------------------------------
@@ -242,63 +241,66 @@ class PriorBuilder:
                               return_offsets_mapping=not split, **opts)
 
     def align(self, encoding, text_a, text_b=None, index: int = 0) -> Alignment:
-        """Assign every token of ``encoding[index]`` to a word (see module doc)."""
-        enc = encoding.encodings[index] if hasattr(encoding, "encodings") and encoding.encodings else None
+        """Assign every token of ``encoding[index]`` to a word (see module doc).
+
+        Vectorised: a per-text array maps every character to the whitespace
+        word it starts (whitespace maps to the following word), so a token's
+        word is one array lookup at its start offset.
+        """
+        enc = encoding.encodings[index] if getattr(encoding, "encodings", None) else None
         if enc is None:
             raise TokenizerError("the encoding carries no alignment data; use a fast tokenizer")
         split = not isinstance(text_a, str)
         sides = [text_a] if text_b is None else [text_a, text_b]
         side_keys = [self._side_keys(t) for t in sides]
-        # global word index = offset of the side + index in the side
+        n_a = len(side_keys[0])
         keys: list[str] = [k for ks in side_keys for k in ks]
-        side_offset = [0, len(side_keys[0])]
-        spans_per_side = [self._spans(ks) for ks in side_keys]
-        word_span = np.empty(len(keys), dtype=np.int64)
+        n_words = len(keys)
+
+        # phrases (spans) over each side's words -> span id per word
+        word_span = np.empty(n_words, dtype=np.int64)
         span_keys: list[str] = []
-        for s, spans in enumerate(spans_per_side):
-            for start, end in spans:
-                word_span[side_offset[s] + start: side_offset[s] + end] = len(span_keys)
-                span_keys.append(" ".join(k for k in side_keys[s][start:end] if k))
-        chunk_bounds = None if split else [_chunk_bounds(t) for t in sides]
+        offset = 0
+        for ks in side_keys:
+            for start, end in self._spans(ks):
+                word_span[offset + start: offset + end] = len(span_keys)
+                span_keys.append(" ".join(k for k in ks[start:end] if k))
+            offset += len(ks)
 
         L = len(enc.ids)
-        seq_ids = enc.sequence_ids
+        seq = np.fromiter((-1 if s is None else s for s in enc.sequence_ids), np.int64, L)  # (L,)
+        valid = np.fromiter(enc.attention_mask, np.int64, L).astype(bool)  # (L,)
+        special = seq < 0
         token_word = np.full(L, -1, dtype=np.int64)
-        token_side = np.zeros(L, dtype=np.int64)
-        special = np.zeros(L, dtype=bool)
-        extra_keys: dict[str, int] = {}
-        seen_b = False
-        for t in range(L):
-            sid = seq_ids[t]
-            if sid is None:
-                special[t] = True
-                if enc.attention_mask[t] == 0:
-                    continue  # padding
-                # Specials before side B belong to A ([CLS] and the first [SEP]);
-                # after B started, to B (the last [SEP]).
-                side = 1 if seen_b else 0
-                key = "cls" if t == 0 or (side == 0 and not any(token_word[:t] >= 0)) else "sep"
-                token_side[t] = side
-                name = f"{side}:{key}"
-                if name not in extra_keys:
-                    extra_keys[name] = len(keys) + len(extra_keys)
-                token_word[t] = extra_keys[name]
-                continue
-            if sid == 1:
-                seen_b = True
-            token_side[t] = sid
-            if split:
-                w = enc.word_ids[t]
-            else:
-                start, end = enc.offsets[t]
-                w = _word_at(chunk_bounds[sid], sides[sid], start, end)
-            if w is None:
-                continue
-            token_word[t] = side_offset[sid] + w
-        all_keys = keys + [name.split(":", 1)[1] for name in extra_keys]
+        if split:
+            local = np.fromiter((-1 if w is None else w for w in enc.word_ids), np.int64, L)
+        else:
+            starts = np.fromiter((o[0] for o in enc.offsets), np.int64, L)
+            local = np.full(L, -1, dtype=np.int64)
+            for sid, text in enumerate(sides):
+                sel = seq == sid
+                if sel.any():
+                    c2w = _char_to_word(text)  # (len(text) + 1,)
+                    local[sel] = c2w[np.minimum(starts[sel], len(text))]
+        words = (~special) & (local >= 0)
+        token_word[words] = local[words] + np.where(seq[words] == 1, n_a, 0)
+        token_side = np.where(seq > 0, 1, 0)
+
+        # special tokens: pseudo-words "cls" (the first) and "sep"; side A until B starts
+        spec = np.flatnonzero(special & valid)
+        b_start = np.flatnonzero(seq == 1)
+        b_start = int(b_start[0]) if len(b_start) else L
+        pseudo = {}
+        for i, t in enumerate(spec.tolist()):
+            side = 1 if t > b_start else 0
+            name = (side, "cls" if i == 0 and side == 0 else "sep")
+            if name not in pseudo:
+                pseudo[name] = n_words + len(pseudo)
+            token_word[t] = pseudo[name]
+            token_side[t] = side
+        all_keys = keys + [name[1] for name in pseudo]
         token_span = np.full(L, -1, dtype=np.int64)
-        is_word = (token_word >= 0) & ~special
-        token_span[is_word] = word_span[token_word[is_word]]
+        token_span[words] = word_span[token_word[words]]
         return Alignment(all_keys, token_word, token_side, token_span, special, span_keys)
 
     # ---- building -----------------------------------------------------
@@ -345,25 +347,17 @@ class PriorBuilder:
                 raise PriorkitError("the 'paper' layout needs a sentence pair; use layout='full' for single sentences")
             a_tok = np.flatnonzero((tw >= 0) & (al.token_side == 0))
             b_tok = np.flatnonzero((tw >= 0) & (al.token_side == 1))
-            left = _dedupe([al.keys[w] for w in tw[a_tok]])
-            right = _dedupe([al.keys[w] for w in tw[b_tok]])
-            W = self._word_matrix(left, right)  # (|left|, |right|)
-            li = {k: i for i, k in enumerate(left)}
-            ri = {k: i for i, k in enumerate(right)}
-            rows = np.array([li[al.keys[w]] for w in tw[a_tok]], dtype=np.int64)
-            cols = np.array([ri[al.keys[w]] for w in tw[b_tok]], dtype=np.int64)
-            block = W[np.ix_(rows, cols)]
+            left_row, left = _index_keys(al.keys, tw[a_tok])  # token -> unique key row
+            right_row, right = _index_keys(al.keys, tw[b_tok])
+            block = self._word_matrix(left, right)[np.ix_(left_row, right_row)]  # (|A|, |B|)
             P[np.ix_(a_tok, b_tok)] = block
             P[np.ix_(b_tok, a_tok)] = block.T
             return P
         # full layout: phrase keys for word tokens, neutral for specials
         word_tok = np.flatnonzero(al.token_span >= 0)
         spans = al.token_span[word_tok]  # (T,)
-        phrases = _dedupe(al.span_keys[s] for s in spans)
-        W = self._word_matrix(phrases, phrases)  # (|phrases|, |phrases|)
-        pi = {k: i for i, k in enumerate(phrases)}
-        idx = np.array([pi[al.span_keys[s]] for s in spans], dtype=np.int64)
-        sub = W[np.ix_(idx, idx)]  # (T, T)
+        idx, phrases = _index_keys(al.span_keys, spans)
+        sub = self._word_matrix(phrases, phrases)[np.ix_(idx, idx)]  # (T, T)
         sub[spans[:, None] == spans[None, :]] = 1.0  # pieces of one word / phrase
         P[:] = self.neutral
         P[np.ix_(word_tok, word_tok)] = sub
@@ -388,6 +382,26 @@ class PriorBuilder:
         return W
 
 
+def _index_keys(keys: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Unique keys of ``keys[ids]`` (first-seen order) and each id's row among them."""
+    uniq, rows = np.unique(ids, return_inverse=True)
+    names = [keys[i] for i in uniq.tolist()]
+    first = _dedupe(names)
+    if len(first) == len(names):
+        return rows, names
+    pos = {k: i for i, k in enumerate(first)}  # several words share a key
+    remap = np.array([pos[k] for k in names], dtype=np.int64)
+    return remap[rows], first
+
+
+def _char_to_word(text: str) -> np.ndarray:
+    """(len(text) + 1,) index of the whitespace word each character starts or precedes; -1 after the last."""
+    ends = np.array([m.end() for m in _CHUNK.finditer(text)], dtype=np.int64)
+    c2w = np.searchsorted(ends, np.arange(len(text) + 1), side="right")
+    c2w[c2w >= len(ends)] = -1
+    return c2w
+
+
 def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -409,25 +423,3 @@ def _check_spans(spans, n: int, provider: PriorProvider) -> None:
         f"provider {provider.name!r} (plug-in {provider.plugin!r}) returned segments {spans[:5]}... that "
         f"do not cover {n} words in order; segment() must return contiguous half-open spans"
     )
-
-
-def _chunk_bounds(text: str) -> tuple[list[int], list[int]]:
-    starts, ends = [], []
-    for m in _CHUNK.finditer(text):
-        starts.append(m.start())
-        ends.append(m.end())
-    return starts, ends
-
-
-def _word_at(bounds: tuple[list[int], list[int]], text: str, start: int, end: int) -> int | None:
-    """Index of the whitespace chunk holding the token's first non-space character."""
-    starts, ends = bounds
-    while start < end and text[start].isspace():
-        start += 1  # SentencePiece/BPE offsets may begin on the space before a word
-    if start >= len(text):
-        return None
-    i = bisect.bisect_right(starts, start) - 1
-    if i >= 0 and start < ends[i]:
-        return i
-    # a token made only of whitespace ("▁"): it belongs to the next word
-    return i + 1 if i + 1 < len(starts) else None

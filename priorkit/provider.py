@@ -28,11 +28,14 @@ class PriorProvider:
     - ``version``: bump it whenever values change for the same parameters; it is
       part of the cache key
     - ``allows_nan``: whether NaN ("no knowledge") may appear in the output
+    - ``symmetric``: whether sim(a, b) == sim(b, a); the cache then stores each
+      unordered pair once
     """
 
     name: ClassVar[str] = "provider"
     version: ClassVar[str] = "1"
     allows_nan: ClassVar[bool] = True
+    symmetric: ClassVar[bool] = False
 
     #: set by the plug-in manager: the plug-in that registered this provider
     plugin: str | None = None
