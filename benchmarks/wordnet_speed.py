@@ -241,7 +241,7 @@ def main(argv=None) -> None:
         p.pair_similarity(["dog"], ["cat"])  # kernel compiled or loaded from numba's cache
         p._words.clear()  # cold: nothing memoised, not even the words
         got, p_wall, p_cpu = timed(
-            lambda: p.pair_similarity([a for a, _ in sample], [b for _, b in sample], dtype=np.float64)
+            lambda: p.compute_pairs([a for a, _ in sample], [b for _, b in sample], dtype=np.float64)
         )
         same_nan = bool(np.array_equal(np.isnan(got), np.isnan(expected)))
         ok = ~np.isnan(expected)

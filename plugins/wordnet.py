@@ -261,8 +261,8 @@ class WordNetProvider(PriorProvider):
         out[stopped] = 0.0
         return out, both & ~related & ~stopped
 
-    def pair_similarity(self, left: Sequence[str], right: Sequence[str], *,
-                        dtype: type = np.float32) -> np.ndarray:
+    def compute_pairs(self, left: Sequence[str], right: Sequence[str], *,
+                      dtype: type = np.float32) -> np.ndarray:
         """Element-wise: ``out[k] == similarity([left[k]], [right[k]])[0, 0]``; shape (n,).
 
         For filling a cache with many word pairs without building the
@@ -272,11 +272,11 @@ class WordNetProvider(PriorProvider):
         compare with NLTK to 1e-9).
         """
         if isinstance(left, str) or isinstance(right, str):
-            raise TypeError("wordnet.pair_similarity takes two lists of words, not str")
+            raise TypeError("wordnet.compute_pairs takes two lists of words, not str")
         left, right = list(left), list(right)
         if len(left) != len(right):
             raise ValueError(
-                f"wordnet.pair_similarity: left has {len(left)} words but right has {len(right)}; "
+                f"wordnet.compute_pairs: left has {len(left)} words but right has {len(right)}; "
                 "pass two lists of equal length (pair k is left[k], right[k])"
             )
         if not left:
@@ -284,7 +284,7 @@ class WordNetProvider(PriorProvider):
         words = list(dict.fromkeys([*left, *right]))
         for w in words:
             if not isinstance(w, str):
-                raise TypeError(f"wordnet.pair_similarity: got {type(w).__name__} {w!r}, not str")
+                raise TypeError(f"wordnet.compute_pairs: got {type(w).__name__} {w!r}, not str")
         self.ensure_loaded()
         index = {w: k for k, w in enumerate(words)}
         n = len(words)

@@ -326,60 +326,96 @@ class PriorBuilder:
                                   is_split_into_words=split, return_offsets_mapping=not split,
                                   return_tensors=return_tensors, **opts)
         B, L = encoding["input_ids"].shape
-        prior = torch.full((B, L, L), float(pad_value), dtype=torch.float32)
-        for b in range(B):
-            tb = None if texts_b is None else texts_b[b]
-            al = self.align(encoding, texts_a[b], tb, index=b)
-            m = self._matrix(al, tb is not None)
-            valid = np.asarray(encoding.encodings[b].attention_mask, dtype=bool)
-            idx = torch.from_numpy(np.flatnonzero(valid))
-            prior[b, idx[:, None], idx[None, :]] = torch.from_numpy(m[np.ix_(valid, valid)])
+        plans = [self._plan(self.align(encoding, texts_a[b], None if texts_b is None else texts_b[b], index=b),
+                            texts_b is not None) for b in range(B)]
+        words = self._word_matrices([(pl.left, pl.right) for pl in plans])  # one provider call
+        prior = np.full((B, L, L), float(pad_value), dtype=np.float32)
+        for b, (plan, W) in enumerate(zip(plans, words)):
+            m = self._fill(plan, W)
+            valid = np.flatnonzero(encoding.encodings[b].attention_mask)
+            if len(valid) == L:
+                prior[b] = m
+            else:
+                prior[b][np.ix_(valid, valid)] = m[np.ix_(valid, valid)]
+        prior = torch.from_numpy(prior)
         encoding.pop("offset_mapping", None)
         encoding["prior"] = prior
         return encoding
 
-    def _matrix(self, al: Alignment, pair: bool) -> np.ndarray:
-        L = len(al.token_word)
-        P = np.ones((L, L), dtype=np.float32)
+    def _plan(self, al: Alignment, pair: bool) -> "_Plan":
+        """Which unique keys an example compares, and where each token reads its value."""
         tw = al.token_word
         if self.layout == "paper":
             if not pair:
                 raise PriorkitError("the 'paper' layout needs a sentence pair; use layout='full' for single sentences")
             a_tok = np.flatnonzero((tw >= 0) & (al.token_side == 0))
             b_tok = np.flatnonzero((tw >= 0) & (al.token_side == 1))
-            left_row, left = _index_keys(al.keys, tw[a_tok])  # token -> unique key row
-            right_row, right = _index_keys(al.keys, tw[b_tok])
-            block = self._word_matrix(left, right)[np.ix_(left_row, right_row)]  # (|A|, |B|)
-            P[np.ix_(a_tok, b_tok)] = block
-            P[np.ix_(b_tok, a_tok)] = block.T
-            return P
-        # full layout: phrase keys for word tokens, neutral for specials
+            rows, left = _index_keys(al.keys, tw[a_tok])  # token -> unique key row
+            cols, right = _index_keys(al.keys, tw[b_tok])
+            return _Plan(len(tw), left, right, a_tok, b_tok, rows, cols, None)
         word_tok = np.flatnonzero(al.token_span >= 0)
         spans = al.token_span[word_tok]  # (T,)
         idx, phrases = _index_keys(al.span_keys, spans)
-        sub = self._word_matrix(phrases, phrases)[np.ix_(idx, idx)]  # (T, T)
-        sub[spans[:, None] == spans[None, :]] = 1.0  # pieces of one word / phrase
-        P[:] = self.neutral
-        P[np.ix_(word_tok, word_tok)] = sub
+        return _Plan(len(tw), phrases, phrases, word_tok, word_tok, idx, idx, spans)
+
+    def _fill(self, plan: "_Plan", W: np.ndarray) -> np.ndarray:
+        """Scatter word values (|left|, |right|) to the (L, L) token matrix."""
+        L = plan.length
+        if self.layout == "paper":
+            P = np.ones((L, L), dtype=np.float32)
+            block = W[np.ix_(plan.rows, plan.cols)]  # (|A|, |B|)
+            P[np.ix_(plan.a_tok, plan.b_tok)] = block
+            P[np.ix_(plan.b_tok, plan.a_tok)] = block.T
+            return P
+        P = np.full((L, L), self.neutral, dtype=np.float32)  # specials stay neutral
+        sub = W[np.ix_(plan.rows, plan.cols)]  # (T, T)
+        sub[plan.spans[:, None] == plan.spans[None, :]] = 1.0  # pieces of one word / phrase
+        P[np.ix_(plan.a_tok, plan.b_tok)] = sub
         return P
 
-    def _word_matrix(self, left: list[str], right: list[str]) -> np.ndarray:
-        """Provider values for keys, with stop words and unknowns handled."""
-        W = np.full((len(left), len(right)), self.neutral, dtype=np.float32)
-        if not left or not right:
-            return W
-        if self.stop_words is not None:
-            lq = [i for i, k in enumerate(left) if k and k not in self.stop_words]
-            rq = [j for j, k in enumerate(right) if k and k not in self.stop_words]
-            W[:] = self.stop_value
-        else:
-            lq = [i for i, k in enumerate(left) if k]
-            rq = [j for j, k in enumerate(right) if k]
-        if lq and rq:
-            vals = self.provider.similarity([left[i] for i in lq], [right[j] for j in rq])
+    def _matrix(self, al: Alignment, pair: bool) -> np.ndarray:
+        plan = self._plan(al, pair)
+        return self._fill(plan, self._word_matrices([(plan.left, plan.right)])[0])
+
+    def _word_matrices(self, blocks: Sequence[tuple[list[str], list[str]]]) -> list[np.ndarray]:
+        """Provider values for several (left keys, right keys) blocks with ONE provider call.
+
+        Stop words get ``stop_value``, unknown values (NaN) ``neutral``.
+        """
+        stop = self.stop_words
+        fill = self.stop_value if stop is not None else self.neutral
+        out, lefts, rights, slots = [], [], [], []
+        for b, (left, right) in enumerate(blocks):
+            out.append(np.full((len(left), len(right)), fill, dtype=np.float32))
+            lq = [i for i, k in enumerate(left) if k and (stop is None or k not in stop)]
+            rq = [j for j, k in enumerate(right) if k and (stop is None or k not in stop)]
+            if lq and rq:
+                rk = [right[j] for j in rq]
+                for i in lq:
+                    lefts.extend([left[i]] * len(rq))
+                    rights.extend(rk)
+                slots.append((b, lq, rq))
+        if lefts:
+            vals = self.provider.pair_similarity(lefts, rights)  # (N,)
             vals = np.where(np.isnan(vals), np.float32(self.neutral), vals)
-            W[np.ix_(lq, rq)] = vals
-        return W
+            pos = 0
+            for b, lq, rq in slots:
+                n = len(lq) * len(rq)
+                out[b][np.ix_(lq, rq)] = vals[pos:pos + n].reshape(len(lq), len(rq))
+                pos += n
+        return out
+
+
+@dataclasses.dataclass
+class _Plan:
+    length: int
+    left: list[str]
+    right: list[str]
+    a_tok: np.ndarray  # token positions of the rows block
+    b_tok: np.ndarray  # token positions of the columns block
+    rows: np.ndarray  # for each a_tok, its row in left
+    cols: np.ndarray  # for each b_tok, its column in right
+    spans: np.ndarray | None  # full layout: span id per word token
 
 
 def _index_keys(keys: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, list[str]]:

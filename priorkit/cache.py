@@ -251,7 +251,9 @@ class PairTable:
         """Element-wise lookup: values (N,) float32 and found (N,) bool."""
         li = self._ids([a for a, _ in pairs], False)
         ri = self._ids([b for _, b in pairs], False)
-        return self._lookup_keys((li << 32) | ri)
+        keys = (li << 32) | ri
+        keys[(li < 0) | (ri < 0)] = -1  # unknown word: never found
+        return self._lookup_keys(keys)
 
     # dict-like conveniences
     def __len__(self) -> int:
@@ -894,6 +896,31 @@ class CachedProvider(PriorProvider):
         new_right = [right[j] for j in cols[ci].tolist()]
         new_vals = sub[ri, ci]
         vals[rows[ri], cols[ci]] = new_vals
+        with self._lock:
+            self.table.add(new_left, new_right, new_vals)
+            if not self.cache.read_only:
+                self._buffer.pairs.extend(zip(new_left, new_right))
+                self._buffer.values.append(new_vals)
+            due = len(self._buffer) >= self.flush_every
+        if due:
+            self.flush()
+        return vals
+
+    def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Element-wise: one vectorised table look-up; missing pairs go to the provider."""
+        assert self.table is not None
+        with self._lock:
+            vals, found = self.table.get_many(list(zip(left, right)))  # (N,)
+        n_missing = int(len(found) - np.count_nonzero(found))
+        self.stats.hits += len(found) - n_missing
+        if n_missing == 0:
+            return vals
+        self.stats.misses += n_missing
+        miss = np.flatnonzero(~found)
+        new_left = [left[i] for i in miss.tolist()]
+        new_right = [right[i] for i in miss.tolist()]
+        new_vals = self.provider.pair_similarity(new_left, new_right)
+        vals[miss] = new_vals
         with self._lock:
             self.table.add(new_left, new_right, new_vals)
             if not self.cache.read_only:

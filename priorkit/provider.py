@@ -48,11 +48,12 @@ class PriorProvider:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "similarity" in cls.__dict__:
-            raise TypeError(
-                f"{cls.__qualname__} overrides PriorProvider.similarity; implement "
-                "compute(left, right) instead so that inputs are validated"
-            )
+        for final, hook in (("similarity", "compute"), ("pair_similarity", "compute_pairs")):
+            if final in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__qualname__} overrides PriorProvider.{final}; implement "
+                    f"{hook}(left, right) instead so that inputs and outputs are validated"
+                )
 
     # ---- to implement -------------------------------------------------
     def load(self) -> None:
@@ -61,6 +62,22 @@ class PriorProvider:
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         """Return a (len(left), len(right)) float array.  Inputs are unique."""
         raise NotImplementedError
+
+    def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Element-wise values, shape (len(left),): ``out[k] = sim(left[k], right[k])``.
+
+        Pairs arrive unique.  The default groups pairs by left word and calls
+        ``compute`` once per group; providers with a pair kernel override it.
+        """
+        groups: dict[str, list[int]] = {}
+        for k, w in enumerate(left):
+            groups.setdefault(w, []).append(k)
+        out = np.empty(len(left), dtype=np.float32)
+        for w, ks in groups.items():
+            rights = [right[k] for k in ks]
+            block = validate_output(self.compute([w], rights), (1, len(rights)), self)
+            out[ks] = block[0]
+        return out
 
     def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
         """Group consecutive words into phrases this source knows as one unit.
@@ -122,6 +139,32 @@ class PriorProvider:
         out = validate_output(out, (len(uleft), len(uright)), self)
         return out[np.ix_(inv_l, inv_r)]
 
+    def pair_similarity(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Element-wise (len(left),) float32: ``out[k] = similarity([left[k]], [right[k]])``.
+
+        For many unrelated pairs at once (a batch of sentence pairs, a
+        precompute batch) without building the full len(left) x len(right) block.
+        """
+        left = _as_words(left, "left", self)
+        right = _as_words(right, "right", self)
+        if len(left) != len(right):
+            raise ValueError(
+                f"{self.name}.pair_similarity: left has {len(left)} words but right has {len(right)}; "
+                "pair k is (left[k], right[k])"
+            )
+        if not left:
+            return np.zeros(0, dtype=np.float32)
+        self.ensure_loaded()
+        # de-duplicate pairs with integer codes (a dict of tuples is 10x slower)
+        ids: dict[str, int] = {}
+        li = np.array([ids.setdefault(w, len(ids)) for w in left], dtype=np.int64)
+        ri = np.array([ids.setdefault(w, len(ids)) for w in right], dtype=np.int64)
+        _, first, inverse = np.unique(li * len(ids) + ri, return_index=True, return_inverse=True)
+        uleft = [left[k] for k in first.tolist()]
+        uright = [right[k] for k in first.tolist()]
+        out = validate_output(self.compute_pairs(uleft, uright), (len(first),), self)
+        return out[inverse]
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"<{type(self).__name__} {self.name}({params})>"
@@ -136,9 +179,10 @@ def validate_output(out: Any, shape: tuple[int, int], provider: PriorProvider) -
             "fix its compute() method"
         )
     if out.shape != shape:
+        what = f"{shape[0]} x {shape[1]} words" if len(shape) == 2 else f"{shape[0]} word pairs"
         raise ProviderOutputError(
-            f"{who} returned shape {out.shape} for {shape[0]} x {shape[1]} words; "
-            "compute(left, right) must return (len(left), len(right))"
+            f"{who} returned shape {out.shape} for {what}; compute(left, right) must return "
+            "(len(left), len(right)) and compute_pairs(left, right) (len(left),)"
         )
     if not np.issubdtype(out.dtype, np.floating):
         raise ProviderOutputError(f"{who} returned dtype {out.dtype}; expected a float array in [0, 1]")
@@ -165,9 +209,9 @@ def _as_words(words: Sequence[str], side: str, provider: PriorProvider) -> list[
             f"{provider.name}.similarity({side}=...) got a str; pass a list of words, e.g. [{words!r}]"
         )
     out = list(words)
-    for w in out:
-        if not isinstance(w, str):
-            raise TypeError(f"{provider.name}.similarity: {side} holds {type(w).__name__} {w!r}, not str")
+    if not all(isinstance(w, str) for w in out):
+        bad = next(w for w in out if not isinstance(w, str))
+        raise TypeError(f"{provider.name}.similarity: {side} holds {type(bad).__name__} {bad!r}, not str")
     return out
 
 

@@ -229,7 +229,7 @@ def test_equal_to_nltk_on_real_pairs(measure, providers, nltk_wn, pairs):
     wn, ic = nltk_wn
     provider = providers[measure]
     left, right = [a for a, _ in PAIRS], [b for _, b in PAIRS]
-    got = provider.pair_similarity(left, right, dtype=np.float64)  # (P,) before the float32 cast
+    got = provider.compute_pairs(left, right, dtype=np.float64)  # (P,) before the float32 cast
     if measure == "xia2021":
         expected = np.array([nltk_xia2021(wn, a, b) for a, b in PAIRS])
     else:
