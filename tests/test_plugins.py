@@ -228,3 +228,13 @@ def test_example_package_installs_and_loads_through_entry_point():
         subprocess.run([*pip, "uninstall", "-y", "priorkit-charsim"], check=True)
     get_plugin_manager(reload=True)
     assert "charsim" not in {e.name for e in priorkit.list_providers()}
+
+
+def test_every_package_is_listed_in_pyproject():
+    """A wheel only holds the packages pyproject lists; a new sub-package must be added there."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "priorkit").rglob("__init__.py")}
+    assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
+    assert "priorkit_plugins" in listed
