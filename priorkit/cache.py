@@ -896,14 +896,7 @@ class CachedProvider(PriorProvider):
         new_right = [right[j] for j in cols[ci].tolist()]
         new_vals = sub[ri, ci]
         vals[rows[ri], cols[ci]] = new_vals
-        with self._lock:
-            self.table.add(new_left, new_right, new_vals)
-            if not self.cache.read_only:
-                self._buffer.pairs.extend(zip(new_left, new_right))
-                self._buffer.values.append(new_vals)
-            due = len(self._buffer) >= self.flush_every
-        if due:
-            self.flush()
+        self._remember(new_left, new_right, new_vals)
         return vals
 
     def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
@@ -921,15 +914,19 @@ class CachedProvider(PriorProvider):
         new_right = [right[i] for i in miss.tolist()]
         new_vals = self.provider.pair_similarity(new_left, new_right)
         vals[miss] = new_vals
+        self._remember(new_left, new_right, new_vals)
+        return vals
+
+    def _remember(self, left: list[str], right: list[str], values: np.ndarray) -> None:
+        """Keep newly computed pairs in memory and, on a writable cache, buffer them for the file."""
         with self._lock:
-            self.table.add(new_left, new_right, new_vals)
+            self.table.add(left, right, values)
             if not self.cache.read_only:
-                self._buffer.pairs.extend(zip(new_left, new_right))
-                self._buffer.values.append(new_vals)
+                self._buffer.pairs.extend(zip(left, right))
+                self._buffer.values.append(values)
             due = len(self._buffer) >= self.flush_every
         if due:
             self.flush()
-        return vals
 
     def flush(self) -> int:
         """Write buffered pairs now (one transaction); returns how many were new in the file."""

@@ -221,6 +221,25 @@ def test_cached_provider_equals_the_provider_and_fills_the_cache(tmp_path):
     assert reader.stats.misses == 0
 
 
+def test_cached_pair_similarity_equals_the_provider_and_fills_the_cache(tmp_path):
+    """The element-wise path (one call per training batch) agrees with the block path."""
+    path = tmp_path / "p.duckdb"
+    prov = Trigram()
+    rng = np.random.default_rng(7)
+    left = [WORDS[i] for i in rng.integers(0, len(WORDS), 300)]
+    right = [WORDS[i] for i in rng.integers(0, len(WORDS), 300)]
+    writer = CachedProvider(prov, PriorCache(path), flush_every=40)
+    first = writer.pair_similarity(left[:150], right[:150])
+    both = writer.pair_similarity(left, right)  # half hits, half misses
+    writer.close()
+    want = np.array([prov.similarity([a], [b])[0, 0] for a, b in zip(left, right)], dtype=np.float32)
+    assert nan_equal(both, want) and nan_equal(first, want[:150])
+    assert writer.stats.hits > 0 and writer.stats.misses > 0
+    reader = CachedProvider(Trigram(), PriorCache(path, read_only=True))
+    assert nan_equal(reader.pair_similarity(left, right), want)
+    assert reader.stats.misses == 0
+
+
 def test_read_only_cached_provider_computes_but_never_writes(filled):
     cache, prov, pairs = filled
     ro = PriorCache(cache.path, read_only=True)

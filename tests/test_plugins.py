@@ -238,3 +238,30 @@ def test_every_package_is_listed_in_pyproject():
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "priorkit").rglob("__init__.py")}
     assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
     assert "priorkit_plugins" in listed
+
+
+def test_pair_similarity_default_and_validation(tmp_path):
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    write_plugin(tmp_path, "badpairs", """
+        import numpy as np
+        import priorkit
+        class BadPairs(priorkit.PriorProvider):
+            name = "badpairs"
+            def compute(self, left, right):
+                return np.full((len(left), len(right)), 0.5, dtype=np.float32)
+            def compute_pairs(self, left, right):
+                return np.full(len(left) + 1, 0.5, dtype=np.float32)   # one too many
+        @priorkit.hookimpl
+        def register_prior_providers(register):
+            register("badpairs", BadPairs)
+    """)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    p = pm.get_provider("lengths")
+    left, right = ["ab", "abcd", "ab", "x"], ["abcd", "ab", "abcd", "xyz"]
+    got = p.pair_similarity(left, right)
+    want = np.array([p.similarity([a], [b])[0, 0] for a, b in zip(left, right)])
+    np.testing.assert_allclose(got, want)
+    with pytest.raises(ValueError, match="pair k"):
+        p.pair_similarity(["a"], ["b", "c"])
+    with pytest.raises(ProviderOutputError, match=r"'badpairs'.*word pairs"):
+        pm.get_provider("badpairs").pair_similarity(["a", "b"], ["c", "d"])
