@@ -22,6 +22,8 @@ class Task:
     """Base class: subclasses set ``type`` and implement the four methods."""
 
     type: str = ""
+    #: the transformers Auto class of the model head
+    auto_class: str = "AutoModelForSequenceClassification"
     #: higher is better for every metric except these
     lower_is_better: frozenset[str] = frozenset({"mse"})
 
@@ -39,10 +41,18 @@ class Task:
 
     # -- model -----------------------------------------------------------
     def model_kwargs(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """Head configuration: one output per label, with the label names."""
+        return {
+            "num_labels": len(self.labels),
+            "id2label": dict(enumerate(self.labels)),
+            "label2id": {n: i for i, n in enumerate(self.labels)},
+        }
 
     def load_model(self, name_or_path: str, **kwargs: Any):
-        raise NotImplementedError
+        import transformers
+
+        auto = getattr(transformers, self.auto_class)
+        return auto.from_pretrained(name_or_path, **self.model_kwargs(), **kwargs)
 
     # -- metrics ---------------------------------------------------------
     def score(self, predictions: np.ndarray, label_ids: np.ndarray | None, examples: Sequence[dict]) -> dict[str, float]:
@@ -73,11 +83,6 @@ class RegressionTask(Task):
 
     def model_kwargs(self) -> dict[str, Any]:
         return {"num_labels": 1, "problem_type": "regression"}
-
-    def load_model(self, name_or_path: str, **kwargs: Any):
-        from transformers import AutoModelForSequenceClassification
-
-        return AutoModelForSequenceClassification.from_pretrained(name_or_path, **self.model_kwargs(), **kwargs)
 
     def score(self, predictions, label_ids, examples) -> dict[str, float]:
         pred = np.asarray(predictions, dtype=np.float64).reshape(len(examples), -1)[:, 0] * self.cfg.label_scale
@@ -112,18 +117,6 @@ class PairClassificationTask(Task):
         out["label"] = self._index[name]
         return out
 
-    def model_kwargs(self) -> dict[str, Any]:
-        return {
-            "num_labels": len(self.labels),
-            "id2label": dict(enumerate(self.labels)),
-            "label2id": {n: i for i, n in enumerate(self.labels)},
-        }
-
-    def load_model(self, name_or_path: str, **kwargs: Any):
-        from transformers import AutoModelForSequenceClassification
-
-        return AutoModelForSequenceClassification.from_pretrained(name_or_path, **self.model_kwargs(), **kwargs)
-
     def score(self, predictions, label_ids, examples) -> dict[str, float]:
         pred = np.asarray(predictions).reshape(len(examples), -1).argmax(-1)
         gold = np.array([self._index[str(e["label"])] for e in examples])
@@ -139,6 +132,7 @@ class TokenClassificationTask(Task):
     """
 
     type = "token-classification"
+    auto_class = "AutoModelForTokenClassification"
 
     def fit_labels(self, examples: Sequence[dict]) -> None:
         if self.labels is None:
@@ -158,18 +152,6 @@ class TokenClassificationTask(Task):
                 f"tag {exc.args[0]!r} is not one of task.labels {self.labels} (sentence {_short(example)})"
             ) from None
         return {"words": list(example["words"]), "labels": ids}
-
-    def model_kwargs(self) -> dict[str, Any]:
-        return {
-            "num_labels": len(self.labels),
-            "id2label": dict(enumerate(self.labels)),
-            "label2id": {n: i for i, n in enumerate(self.labels)},
-        }
-
-    def load_model(self, name_or_path: str, **kwargs: Any):
-        from transformers import AutoModelForTokenClassification
-
-        return AutoModelForTokenClassification.from_pretrained(name_or_path, **self.model_kwargs(), **kwargs)
 
     def score(self, predictions, label_ids, examples) -> dict[str, float]:
         pred_ids = np.asarray(predictions).argmax(-1)  # (N, L)
