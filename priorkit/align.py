@@ -262,9 +262,10 @@ class PriorBuilder:
         span_keys: list[str] = []
         offset = 0
         for ks in side_keys:
-            for start, end in self._spans(ks):
-                word_span[offset + start: offset + end] = len(span_keys)
-                span_keys.append(" ".join(k for k in ks[start:end] if k))
+            spans = self._spans(ks)
+            for i, (start, end) in enumerate(spans):
+                word_span[offset + start: offset + end] = len(span_keys) + i
+            span_keys += _phrase_keys(ks, spans)
             offset += len(ks)
 
         L = len(enc.ids)

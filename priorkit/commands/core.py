@@ -127,7 +127,7 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     if preset == "paper":
         if text_b is None:
             raise click.UsageError("the paper preset needs two sentences")
-        builder = PriorBuilder.paper(tok, provider=get_provider("wordnet", measure="xia2021") if provider == "wordnet" and not params else prov, cache=cache)
+        builder = PriorBuilder.paper(tok, provider=prov, cache=cache)  # wordnet's default measure is xia2021
     else:
         builder = PriorBuilder(tok, prov, layout=layout or "full", cache=cache)
     P = builder.build(text_a, text_b)
