@@ -111,6 +111,7 @@ def test_yaml_lines_are_recorded():
     ("train:\n  fraction: 1.5\n", 5, "train.fraction", "(0, 1]"),
     ("sweep:\n  fractions: [0.1, 0.0]\n", 5, "sweep.fractions.1", "(0, 1]"),
     ("prior:\n  attention:\n    mode: gate\n    layers: [0, -1]\n", 7, "prior.attention.layers", "non-negative"),
+    ("prior:\n  attention:\n    learning_rate: 0.01\n", 6, "prior.attention.learning_rate", "mode: gate"),
 ])
 def test_config_errors_name_file_line_and_field(tmp_path, body, line, field, words):
     path = tmp_path / "bad.yaml"
@@ -345,6 +346,44 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
         with_prior = trained.model.eval()(**batch, prior=prior, output_hidden_states=True).hidden_states[1]
         without = plain(**batch, output_hidden_states=True).hidden_states[1]
     assert not torch.allclose(with_prior, without, atol=1e-4)
+
+
+def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model):
+    """attention.learning_rate: the gates train at their own rate, without weight decay,
+    and the rest of the model is untouched by the split."""
+    import torch
+
+    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.pipeline.train import gate_param_group, load_trained, spec_for_run
+
+    raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
+    raw["prior"] = {"name": "gate", "preset": "paper",
+                    "attention": {"mode": "gate", "layers": [0, 1], "learning_rate": 0.05}}
+    cfg = config_from_dict(raw)
+    spec = spec_for_run(cfg)
+    result = run_pipeline(cfg, steps=("precompute", "train"), log=lambda s: None)
+    gates = [p.detach() for n, p in load_trained(result.spec.run_dir).model.named_parameters()
+             if n.endswith("prior_gate")]
+    # the same run at the model's rate moves the gates far less
+    raw["prior"]["attention"]["learning_rate"] = None
+    slow = run_pipeline(config_from_dict(raw | {"output_dir": str(tmp_path / "slow")}),
+                        steps=("precompute", "train"), log=lambda s: None)
+    slow_gates = [p.detach() for n, p in load_trained(slow.spec.run_dir).model.named_parameters()
+                  if n.endswith("prior_gate")]
+    moved = sum(float((g - 1).abs().sum()) for g in gates)
+    slow_moved = sum(float((g - 1).abs().sum()) for g in slow_gates)
+    assert moved > 20 * slow_moved > 0
+
+    # the group itself: every parameter in exactly one group, gates alone at lr 0.05
+    model = load_trained(result.spec.run_dir).model
+    opt = torch.optim.AdamW([{"params": list(model.parameters()), "weight_decay": 0.01}], lr=1e-4)
+    assert gate_param_group(opt, model, 0.05) == 2
+    ids = [id(p) for g in opt.param_groups for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in model.parameters())
+    assert opt.param_groups[-1]["lr"] == 0.05 and opt.param_groups[-1]["weight_decay"] == 0.0
+    assert all(n.endswith("prior_gate") for n, p in model.named_parameters()
+               if id(p) in {id(q) for q in opt.param_groups[-1]["params"]})
+    assert spec.prior.attention.learning_rate == 0.05
 
 
 def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):

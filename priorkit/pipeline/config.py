@@ -98,6 +98,9 @@ class AttentionConfig:
     heads: list[int] | None = None
     #: extra keyword arguments of the mode (e.g. bias: lam, eps; gate: init).
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: gate mode: the gates' own learning rate (null: train.learning_rate).  A gate
+    #: next to pretrained weights tuned at 5e-5 barely moves at that rate.
+    learning_rate: float | None = None
 
 
 @dataclasses.dataclass
@@ -570,6 +573,11 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
                     f"expected non-negative layer indices or 'all', got {layers!r}")
+    lr = p.attention.learning_rate
+    if lr is not None and (p.attention.mode != "gate" or lr <= 0):
+        raise _fail(path + ("attention", "learning_rate"), loc, src,
+                    "is the gate's own learning rate: give a positive number with mode: gate"
+                    f" (got {lr!r} with mode: {p.attention.mode})")
 
 
 def _deep_merge(base: dict, update: dict) -> dict:

@@ -256,9 +256,16 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     )
     lengths = (_token_lengths(collator.tokenizer, train_rows, spec.cfg.model.max_length)
                if tc.group_by_length and train_rows else None)
+    gate_lr = spec.prior.attention.learning_rate if spec.prior is not None else None
 
     class PriorTrainer(Trainer):
         """Length-grouped batches from token counts (the rows hold raw text, not ids)."""
+
+        def create_optimizer(self, model=None):
+            optimizer = super().create_optimizer(model)
+            if gate_lr is not None:
+                gate_param_group(optimizer, model if model is not None else self.model, gate_lr)
+            return optimizer
 
         def _get_train_sampler(self, train_dataset=None):
             if lengths is None:
@@ -268,6 +275,25 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
 
     return PriorTrainer(model=model, args=args, train_dataset=ListDataset(train_rows) if train_rows else None,
                         data_collator=collator, processing_class=tokenizer)
+
+
+def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
+    """Move the prior gates into their own parameter group (learning rate ``lr``, no
+    weight decay, which would pull them towards 0 = the stock model).  Call before the
+    first step and before the scheduler is made: the scheduler scales every group's
+    rate by the same factor.  Returns how many gate tensors moved."""
+    from ..attention.dispatch import GATE_PARAM
+
+    gates = {id(p) for n, p in model.named_parameters() if n.endswith(GATE_PARAM) and p.requires_grad}
+    if not gates:
+        raise PriorkitError("attention.learning_rate is set but the model has no prior gate "
+                            "parameters: enable the prior with mode: gate")
+    moved = []
+    for group in optimizer.param_groups:
+        moved += [p for p in group["params"] if id(p) in gates]
+        group["params"] = [p for p in group["params"] if id(p) not in gates]
+    optimizer.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
+    return len(moved)
 
 
 # ---------------------------------------------------------------------------
