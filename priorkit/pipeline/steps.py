@@ -13,6 +13,11 @@ Validity is decided by keys, not by file dates:
 
 A folder made with other settings is never silently reused or overwritten:
 the step stops and says so, unless ``force`` is given.
+
+Under a multi-process launcher (torchrun, accelerate launch) every process runs
+these steps; the decisions and every file write happen on the main process
+only, and the others wait for its answer (:mod:`priorkit.pipeline.dist`).
+Only training and evaluation run in every process.
 """
 from __future__ import annotations
 
@@ -25,10 +30,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import PriorkitError
+from . import dist
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
-from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, evaluate_run,
-                    make_builder, spec_for_run, train_run)
+from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, configure_torch,
+                    evaluate_run, make_builder, spec_for_run, train_run)
 
 STEPS = ("precompute", "train", "evaluate", "report")
 
@@ -68,7 +74,16 @@ def _write_json(path: Path, data: Any) -> None:
 # ---------------------------------------------------------------------------
 def precompute_step(cfg: PipelineConfig, name: str, prior: PriorConfig | None, splits: dict[str, Split], *,
                     force: bool = False, log: Log = print) -> StepOutcome:
-    """Fill the prior cache with every word pair the splits need (once per setting)."""
+    """Fill the prior cache with every word pair the splits need (once per setting).
+
+    With several processes only the main one writes the cache (DuckDB has one
+    writer); the others wait, then open it read-only for training.
+    """
+    return dist.on_main(_precompute, cfg, name, prior, splits, force=force, log=log)
+
+
+def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, splits: dict[str, Split], *,
+                force: bool, log: Log) -> StepOutcome:
     path = cache_path(cfg, prior)
     if prior is None or path is None:
         return StepOutcome("precompute", "n/a", detail="no prior" if prior is None else "prior.cache is null")
@@ -131,7 +146,7 @@ def _claim_run_dir(spec: RunSpec, key: str, force: bool) -> bool:
         if not force:
             raise PriorkitError(
                 f"{spec.run_dir} holds a run made with other settings (train key {info.get('train_key')} "
-                f"vs {key}: model, task, prior, training settings, seed or data changed). Delete the folder, "
+                f"vs {key}: model, task, prior, training settings, number of processes, seed or data changed). Delete the folder, "
                 "choose another output_dir, or pass --force to retrain there."
             )
         shutil.rmtree(spec.run_dir)
@@ -161,8 +176,8 @@ def _run_config_yaml(spec: RunSpec) -> str:
             f"{spec.cfg.name}: {spec.label})\n") + yaml.safe_dump(d, sort_keys=False)
 
 
-def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
-               callbacks: Sequence[Any] = ()) -> StepOutcome:
+def _prepare_train(spec: RunSpec, splits: dict[str, Split], force: bool) -> StepOutcome | bool:
+    """A "skipped" outcome, or whether training resumes (the run folder is claimed)."""
     key = spec.train_key(splits["train"])
     if not force and metrics_valid(spec, splits) is not None:
         return StepOutcome("train", "skipped", detail="metrics.json is up to date")
@@ -171,9 +186,16 @@ def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
     resumable = _claim_run_dir(spec, key, force)
     from .train import last_checkpoint
 
-    ckpt = last_checkpoint(spec.run_dir) if resumable else None
+    return resumable and last_checkpoint(spec.run_dir) is not None
+
+
+def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
+               callbacks: Sequence[Any] = ()) -> StepOutcome:
+    resume = dist.on_main(_prepare_train, spec, splits, force)  # one decision for every process
+    if isinstance(resume, StepOutcome):
+        return resume
     t0 = time.perf_counter()
-    summary = train_run(spec, splits, resume=ckpt is not None, callbacks=callbacks)
+    summary = train_run(spec, splits, resume=resume, callbacks=callbacks)
     status = "resumed" if summary["resumed_from"] else "done"
     return StepOutcome("train", status, time.perf_counter() - t0,
                        f"{summary['examples']} examples, {summary['steps']} steps, loss {summary['train_loss']:.4f}"
@@ -183,14 +205,26 @@ def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
 # ---------------------------------------------------------------------------
 # evaluate
 # ---------------------------------------------------------------------------
-def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
+def _prepare_evaluate(spec: RunSpec, splits: dict[str, Split], force: bool) -> StepOutcome | None:
     if not force and metrics_valid(spec, splits) is not None:
         return StepOutcome("evaluate", "skipped", detail="metrics.json is up to date")
-    key = spec.train_key(splits["train"])
-    if not model_valid(spec, key):
+    if not model_valid(spec, spec.train_key(splits["train"])):
         raise PriorkitError(f"{spec.run_dir}: no trained model for these settings; run the train step first")
+    return None
+
+
+def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
+    """Score the saved model; with several processes each scores a shard and the main one writes."""
+    skipped = dist.on_main(_prepare_evaluate, spec, splits, force)
+    if skipped is not None:
+        return skipped
     t0 = time.perf_counter()
-    scores = evaluate_run(spec, splits)
+    scores = evaluate_run(spec, splits)  # the Trainer gathers every process's predictions, in order
+    return dist.on_main(_write_metrics, spec, splits, scores, t0)
+
+
+def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: float) -> StepOutcome:
+    key = spec.train_key(splits["train"])
     meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META) or {}
     metrics = {
         "pipeline": spec.cfg.name,
@@ -243,6 +277,10 @@ def run_one(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
     return RunResult(spec, outcomes, metrics)
 
 
+def _silent(message: str) -> None:
+    pass
+
+
 def _describe(spec: RunSpec, o: StepOutcome) -> str:
     took = f" in {o.seconds:.1f}s" if o.seconds else ""
     return f"[{spec.label}] {o.step}: {o.status}{took}" + (f" ({o.detail})" if o.detail else "")
@@ -258,6 +296,9 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
     if unknown:
         raise PriorkitError(f"unknown step(s) {unknown}; steps are {', '.join(STEPS)}")
     spec = spec_for_run(cfg, prior_name)
+    configure_torch(cfg)  # joins the process group of a multi-process launch
+    if not dist.is_main():
+        log = _silent  # one voice: the main process reports for all
     splits = load_data(cfg)
     log(f"pipeline {cfg.name}: {spec.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
     outcomes = []
@@ -269,7 +310,7 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
                      log=log, callbacks=callbacks)
     result.outcomes[:0] = outcomes
     if "report" in steps and result.metrics:
-        report = write_run_report(spec, result.metrics)
+        report = dist.on_main(write_run_report, spec, result.metrics)
         result.outcomes.append(StepOutcome("report", "done", detail=str(report)))
     return result
 

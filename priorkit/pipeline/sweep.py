@@ -21,10 +21,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import dist
 from .config import PipelineConfig
 from .data import load_data
-from .steps import Log, precompute_step, run_one
-from .train import RunSpec
+from .steps import Log, _silent, precompute_step, run_one
+from .train import RunSpec, configure_torch
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"
 
@@ -89,7 +90,14 @@ def grid(cfg: PipelineConfig) -> list[RunSpec]:
 
 
 def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> SweepResult:
-    """Precompute each prior setting once, train and score every cell, write the reports."""
+    """Precompute each prior setting once, train and score every cell, write the reports.
+
+    Under a multi-process launcher every process trains every cell together
+    (one data-parallel job per cell); the main process writes and reports.
+    """
+    configure_torch(cfg)  # joins the process group of a multi-process launch
+    if not dist.is_main():
+        log = _silent
     splits = load_data(cfg)
     settings = cfg.prior_settings()
     specs = grid(cfg)
@@ -104,7 +112,7 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
         log(f"run {i}/{len(specs)}: {spec.label}")
         run_one(spec, splits, force=force, log=log)
     rows = collect_rows(cfg, specs)
-    return write_reports(cfg, rows)
+    return dist.on_main(write_reports, cfg, rows)
 
 
 def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import PriorkitError
+from . import dist
 from .config import PipelineConfig, PriorConfig, config_from_dict, digest
 from .data import Split, fraction_indices
 from .tasks import Task, make_task
@@ -76,6 +77,8 @@ class RunSpec:
         idx = self.train_indices(len(train))
         train_cfg = {k: v for k, v in dataclasses.asdict(self.cfg.train).items() if k not in _NON_SEMANTIC}
         train_cfg.update(fraction=self.fraction, seed=self.seed)
+        if dist.world_size() > 1:  # the effective batch grows with it (absent for one process: old keys hold)
+            train_cfg["world_size"] = dist.world_size()
         return digest({
             "model": dataclasses.asdict(self.cfg.model),
             "task": dataclasses.asdict(self.cfg.task),
@@ -117,11 +120,23 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
 # building blocks
 # ---------------------------------------------------------------------------
 def configure_torch(cfg: PipelineConfig) -> str:
-    """Threads and device; returns the device name the Trainer will use."""
+    """Threads and device; returns the device name the Trainer will use.
+
+    Processes started together on one machine (torchrun) share its cores, so
+    each takes its share rather than all of them; they join their process
+    group here (:func:`dist.init`), before any step needs a barrier.
+    """
     tc = cfg.train
-    threads = tc.threads or _usable_cores()
+    threads = tc.threads or max(1, _usable_cores() // dist.local_world_size())
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    device = _pick_device(cfg)
+    dist.init(device)
+    return device
+
+
+def _pick_device(cfg: PipelineConfig) -> str:
+    tc = cfg.train
     if tc.device != "auto":
         if tc.device == "cuda" and not torch.cuda.is_available():
             raise PriorkitError(f"{cfg.where('train.device')}: train.device is cuda but no CUDA device is visible")
@@ -196,17 +211,64 @@ def make_collator(cfg: PipelineConfig, tokenizer: Any, builder: Any):
                          truncation=True, max_length=cfg.model.max_length)
 
 
-class ListDataset(torch.utils.data.Dataset):
-    """A list of example dicts as a map-style dataset (the Trainer needs ``len``)."""
+#: env var naming a folder: each process appends the index of every training example it loads
+#: to ``examples-rank<R>.txt`` there -- to check what each process of a multi-process run saw
+TRACE_ENV = "PRIORKIT_TRACE_EXAMPLES"
 
-    def __init__(self, rows: Sequence[dict]) -> None:
+
+class ListDataset(torch.utils.data.Dataset):
+    """A list of example dicts as a map-style dataset (the Trainer needs ``len``).
+
+    ``trace``: a file to which every loaded index is appended (see :data:`TRACE_ENV`).
+    """
+
+    def __init__(self, rows: Sequence[dict], trace: str | os.PathLike | None = None) -> None:
         self.rows = list(rows)
+        self.trace = trace
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, i: int) -> dict:
+        if self.trace is not None:
+            with open(self.trace, "a") as fh:  # per item: DataLoader workers may load it too
+                fh.write(f"{i}\n")
         return self.rows[i]
+
+
+def _trace_file() -> Path | None:
+    folder = os.environ.get(TRACE_ENV)
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder) / f"examples-rank{dist.rank()}.txt"
+
+
+class SeededLengthGroupedSampler:
+    """Length-grouped order drawn from ``seed + epoch``, identical in every process.
+
+    With several processes accelerate hands every process its own batches of
+    one shared order, so all processes must draw the same order.  The stock
+    ``LengthGroupedSampler`` draws from the global RNG, which drifts apart
+    between processes once their batches (of different lengths) have drawn
+    dropout masks; this one does not, and a resumed run redraws the same order.
+    """
+
+    def __init__(self, batch_size: int, lengths: Sequence[int], seed: int) -> None:
+        self.batch_size, self.lengths, self.seed, self.epoch = batch_size, list(lengths), seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by the Trainer through accelerate
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        from transformers.trainer_pt_utils import get_length_grouped_indices
+
+        g = torch.Generator()
+        g.manual_seed(self.seed + self.epoch)
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=g))
 
 
 def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> list[int]:
@@ -268,13 +330,18 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
             return optimizer
 
         def _get_train_sampler(self, train_dataset=None):
+            # Several processes: accelerate shards the batches of this sampler (BatchSamplerShard),
+            # so it must give every process the same order; one process keeps the stock sampler.
             if lengths is None:
-                return super()._get_train_sampler(train_dataset)
-            return LengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
-                                        lengths=lengths)
+                return super()._get_train_sampler(train_dataset)  # random: accelerate seeds it per epoch
+            size = self.args.train_batch_size * self.args.gradient_accumulation_steps
+            if self.args.world_size > 1:
+                return SeededLengthGroupedSampler(size, lengths, seed=self.args.data_seed)
+            return LengthGroupedSampler(size, lengths=lengths)
 
-    return PriorTrainer(model=model, args=args, train_dataset=ListDataset(train_rows) if train_rows else None,
-                        data_collator=collator, processing_class=tokenizer)
+    dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
+    return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
+                        processing_class=tokenizer)
 
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
@@ -355,12 +422,16 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         "resumed_from": checkpoint.name if checkpoint else None,
         "device": device,
         "threads": torch.get_num_threads(),
+        "world_size": int(trainer.args.world_size),
     }
-    if trainer.is_world_process_zero():
-        _save_model(spec, trainer, tokenizer, task, summary)
+    _save_model(spec, trainer, tokenizer, task, summary)
+
+    def write_log() -> None:
         (spec.run_dir / "train_log.json").write_text(json.dumps(trainer.state.log_history, indent=1))
         if not cfg.train.keep_checkpoints:
             shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
+
+    dist.on_main(write_log)
     del trainer, model
     _release_memory()
     return summary
@@ -374,18 +445,27 @@ def _release_memory() -> None:
 
 
 def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict) -> None:
-    """Write ``model/`` atomically: a half-written model never looks finished."""
+    """Write ``model/`` atomically: a half-written model never looks finished.
+
+    Every process calls it: ``trainer.save_model`` writes on the main process
+    only (under FSDP/DeepSpeed all processes must take part in gathering the
+    weights); the rest is the main process's, and the others wait for it.
+    """
     final = spec.run_dir / MODEL_DIR
     tmp = spec.run_dir / (MODEL_DIR + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    dist.on_main(shutil.rmtree, tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    meta = run_metadata(spec, task)
-    meta["train"] = summary
-    (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
-    (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+
+    def finish() -> None:
+        tokenizer.save_pretrained(str(tmp))
+        meta = run_metadata(spec, task)
+        meta["train"] = summary
+        (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
+        (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+
+    dist.on_main(finish)
 
 
 def run_metadata(spec: RunSpec, task: Task) -> dict[str, Any]:
@@ -495,6 +575,10 @@ def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedMod
     del trainer
     _release_memory()
     ckpt_dir = spec.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
-    if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
-        ckpt_dir.rmdir()
+
+    def tidy() -> None:
+        if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+            ckpt_dir.rmdir()
+
+    dist.on_main(tidy)
     return out
