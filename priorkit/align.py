@@ -212,6 +212,7 @@ class PriorBuilder:
         return [(a, b) for a in left for b in right]
 
     def _query_keys(self, text_a, text_b) -> tuple[list[str], list[str]]:
+        _input_kind(text_a, text_b)
         keys_a = self._side_keys(text_a)
         if self.layout == "paper":
             if text_b is None:
@@ -233,9 +234,7 @@ class PriorBuilder:
     # ---- alignment ----------------------------------------------------
     def encode(self, text_a, text_b=None, **kwargs: Any):
         """Tokenise exactly as ``build`` does (so shapes always agree)."""
-        split = not isinstance(text_a, str)
-        if text_b is not None and isinstance(text_b, str) == split:
-            raise PriorkitError("text_a and text_b must both be strings or both be word lists")
+        split = _input_kind(text_a, text_b)
         opts = {**self.tokenizer_kwargs, **kwargs}
         return self.tokenizer(text_a, text_b, is_split_into_words=split,
                               return_offsets_mapping=not split, **opts)
@@ -317,11 +316,27 @@ class PriorBuilder:
         Padded positions get ``pad_value`` (0, as the paper); they are masked
         out by the attention mask anyway.
         """
+        for name, texts in (("texts_a", texts_a), ("texts_b", texts_b)):
+            if texts is not None and (isinstance(texts, (str, bytes)) or not hasattr(texts, "__getitem__")):
+                raise PriorkitError(
+                    f"build_batch: {name} must be a list of texts (one per example), not "
+                    f"{type(texts).__name__}; for one example use build(text_a, text_b)"
+                )
         if texts_b is not None and len(texts_b) != len(texts_a):
             raise PriorkitError(f"texts_a has {len(texts_a)} items but texts_b has {len(texts_b)}")
         if len(texts_a) == 0:
             raise PriorkitError("build_batch got an empty batch")
-        split = not isinstance(texts_a[0], str)
+        split = _input_kind(texts_a[0], None, "texts_a[0]")
+        for i in range(len(texts_a)):
+            b = None if texts_b is None else texts_b[i]
+            if texts_b is not None and b is None:
+                raise PriorkitError(f"build_batch: texts_b[{i}] is None; a batch is all pairs or all single "
+                                    "texts (pass texts_b=None for single texts)")
+            if _input_kind(texts_a[i], b, f"texts_a[{i}]", f"texts_b[{i}]") != split:
+                raise PriorkitError(
+                    f"build_batch: texts_a[{i}] is a {'word list' if not split else 'string'} but texts_a[0] "
+                    f"is a {'word list' if split else 'string'}; one batch holds raw texts or word lists, not both"
+                )
         opts = {"padding": True, **self.tokenizer_kwargs, **kwargs}
         encoding = self.tokenizer(list(texts_a), None if texts_b is None else list(texts_b),
                                   is_split_into_words=split, return_offsets_mapping=not split,
@@ -437,6 +452,34 @@ def _char_to_word(text: str) -> np.ndarray:
     c2w = np.searchsorted(ends, np.arange(len(text) + 1), side="right")
     c2w[c2w >= len(ends)] = -1
     return c2w
+
+
+def _input_kind(text_a: Any, text_b: Any = None, name_a: str = "text_a", name_b: str = "text_b") -> bool:
+    """Check one example's input; True for pre-split word lists, False for raw strings.
+
+    Caught here rather than by the tokenizer, whose TypeError names neither the
+    argument nor the fix.
+    """
+    split = _is_word_list(text_a, name_a)
+    if text_b is not None and _is_word_list(text_b, name_b) != split:
+        raise PriorkitError(f"{name_a} and {name_b} must both be strings or both be word lists, not "
+                            f"{type(text_a).__name__} and {type(text_b).__name__}")
+    return split
+
+
+def _is_word_list(text: Any, name: str) -> bool:
+    if isinstance(text, str):
+        return False
+    if isinstance(text, (list, tuple)):
+        bad = next((w for w in text if not isinstance(w, str)), _NO_BAD)
+        if bad is _NO_BAD:
+            return True
+        raise PriorkitError(f"{name} is a word list holding {type(bad).__name__} {bad!r}; every word must be a str")
+    raise PriorkitError(f"{name} must be a string (raw text) or a list of word strings (pre-split), "
+                        f"not {type(text).__name__} {text!r:.60}")
+
+
+_NO_BAD = object()
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:

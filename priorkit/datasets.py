@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -241,13 +242,26 @@ def _resolve(header: list[str] | None, spec: Column, names: Sequence[str], role:
     return None
 
 
+def _number(value: Any) -> bool:
+    """Whether a label value can serve as a regression target: ``float()`` reads it, finite."""
+    if isinstance(value, bool) or value is None:
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 def read_table(path: str | os.PathLike, delimiter: str = ",", *, text_a: Column = None,
                text_b: Column = None, label: Column = None, header: bool = True,
-               quoting: bool | None = None, limit: int | None = None) -> list[Example]:
+               quoting: bool | None = None, limit: int | None = None,
+               numeric_label: bool = False) -> list[Example]:
     """CSV/TSV with a header row (or integer columns and ``header=False``).
 
     ``quoting`` defaults to on for ``,`` and off for tab (GLUE/STS-style TSVs
-    contain bare quotes).
+    contain bare quotes).  ``numeric_label``: every label must be a number
+    (regression), checked here where the line is still known.  Line numbers
+    in errors are where the row starts (a quoted field may span lines).
     """
     path = Path(path)
     if quoting is None:
@@ -256,6 +270,7 @@ def read_table(path: str | os.PathLike, delimiter: str = ",", *, text_a: Column 
     reader = csv.reader(io.StringIO(text), delimiter=delimiter,
                         quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE, strict=True)
     out: list[Example] = []
+    number = 1  # the line the row being read starts on
     try:
         rows = iter(reader)
         head = next(rows, None) if header else None
@@ -264,30 +279,47 @@ def read_table(path: str | os.PathLike, delimiter: str = ",", *, text_a: Column 
         names = [h.strip() for h in head] if head is not None else None
         ia, ib, il = _columns(names, text_a, text_b, label, path)
         width = len(names) if names is not None else None
-        for row in rows:
-            number = reader.line_num
+        need = max(i for i in (ia, ib, il) if i is not None)
+        while True:
+            number = reader.line_num + 1
+            row = next(rows, None)
+            if row is None:
+                break
             if not row or all(not f.strip() for f in row):
                 continue
             if width is not None and len(row) != width:
                 raise DataFormatError(
-                    f"{path}:{number}: {len(row)} fields, but the header has {width}"
+                    f"{path}:{number}: {len(row)} fields, but the header has {width} ({', '.join(names)})"
                     + ("" if quoting else "; tabs inside a field are not allowed in TSV")
+                    + (f"; the row runs to line {reader.line_num}: is a quote left open?"
+                       if reader.line_num > number else "")
                 )
-            need = max(i for i in (ia, ib, il) if i is not None)
             if len(row) <= need:
                 raise DataFormatError(f"{path}:{number}: {len(row)} fields, column {need} is needed")
-            out.append(Example(row[ia], row[ib] if ib is not None else None,
-                               _parse_label(row[il]) if il is not None else None))
+            value = _parse_label(row[il]) if il is not None else None
+            if numeric_label and il is not None and not _number(value):
+                column = repr(names[il]) if names is not None else str(il)
+                raise DataFormatError(
+                    f"{path}:{number}: label (column {column}) is {row[il]!r}, not a number; "
+                    "a regression task needs a numeric label on every row"
+                )
+            out.append(Example(row[ia], row[ib] if ib is not None else None, value))
             if limit is not None and len(out) >= limit:
                 break
     except csv.Error as exc:
-        raise DataFormatError(f"{path}:{reader.line_num}: {exc}") from None
+        hint = (f" (the row starting on line {number} runs to line {reader.line_num}: is a quote left open?)"
+                if reader.line_num > number else "")
+        raise DataFormatError(f"{path}:{number}: {exc}{hint}") from None
     return out
 
 
 def read_jsonl(path: str | os.PathLike, *, text_a: str | None = None, text_b: str | None = None,
-               label: str | None = None, limit: int | None = None) -> list[Example]:
-    """JSON Lines: one object per line; keys chosen like table columns."""
+               label: str | None = None, limit: int | None = None,
+               numeric_label: bool = False) -> list[Example]:
+    """JSON Lines: one object per line; keys chosen like table columns.
+
+    ``numeric_label``: every label must be a number (regression).
+    """
     path = Path(path)
     out: list[Example] = []
     keys: tuple[Any, Any, Any] | None = None
@@ -316,6 +348,10 @@ def read_jsonl(path: str | os.PathLike, *, text_a: str | None = None, text_b: st
                 raise DataFormatError(f"{path}:{number}: {key!r} is {type(obj[key]).__name__}, not a string")
             values.append(obj[key])
         lab = obj.get(kl) if kl is not None else None
+        if numeric_label and kl is not None and not _number(lab):
+            found = "missing" if kl not in obj else f"{lab!r}, not a number"
+            raise DataFormatError(f"{path}:{number}: label (key {kl!r}) is {found}; "
+                                  "a regression task needs a numeric label on every line")
         out.append(Example(values[0], values[1], lab))
         if limit is not None and len(out) >= limit:
             break
@@ -389,8 +425,12 @@ def detect_format(path: str | os.PathLike) -> str:
 
 def read_dataset(path: str | os.PathLike, format: str | None = None, *, text_a: Column = None,
                  text_b: Column = None, label: Column = None, header: bool = True,
-                 limit: int | None = None) -> Dataset:
-    """Read any supported dataset file; ``format=None`` detects it (:func:`detect_format`)."""
+                 limit: int | None = None, numeric_label: bool = False) -> Dataset:
+    """Read any supported dataset file; ``format=None`` detects it (:func:`detect_format`).
+
+    ``numeric_label``: refuse a non-numeric label with its file and line (csv,
+    tsv, jsonl; STS-B scores are always checked, CoNLL has tags instead).
+    """
     path = Path(path)
     if not path.exists():
         raise DataFormatError(f"dataset file {path} does not exist")
@@ -408,9 +448,10 @@ def read_dataset(path: str | os.PathLike, format: str | None = None, *, text_a: 
     if fmt == "conll":
         return read_conll(path, limit=limit)
     if fmt == "jsonl":
-        return read_jsonl(path, text_a=text_a, text_b=text_b, label=label, limit=limit)  # type: ignore[arg-type]
+        return read_jsonl(path, text_a=text_a, text_b=text_b, label=label, limit=limit,  # type: ignore[arg-type]
+                          numeric_label=numeric_label)
     return read_table(path, "\t" if fmt == "tsv" else ",", text_a=text_a, text_b=text_b,
-                      label=label, header=header, limit=limit)
+                      label=label, header=header, limit=limit, numeric_label=numeric_label)
 
 
 __all__ = ["Example", "TaggedSentence", "FORMATS", "read_dataset", "detect_format", "read_stsb",

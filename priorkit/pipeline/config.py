@@ -241,9 +241,17 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     """Read a pipeline YAML file, apply ``a.b=c`` overrides, validate."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"pipeline file {path} does not exist") from None
+    except OSError as exc:  # a folder, no permission ...
+        raise ConfigError(f"pipeline file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{path}:{line}:{column}: not UTF-8 ({exc.reason}); save the file as UTF-8") from None
     raw, locations = parse_yaml(text, str(path))
     if raw is None:
         raw = {}
@@ -279,6 +287,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, int]]:
         node = loader.get_single_node()
         if node is None:
             return None, {}
+        _check_nodes(node, source)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -294,16 +303,59 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple, int]]:
     return data, lines
 
 
-def _collect_lines(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> None:
+def _check_nodes(node: yaml.Node, source: str) -> None:
+    """Refuse what PyYAML accepts silently: a key given twice (the last would win)
+    and an anchor that contains itself (cyclic data; every walk over it would recurse forever)."""
+    done: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple, bool]] = [(node, (), False)]
+    active: set[int] = set()
+    while stack:
+        n, path, leaving = stack.pop()
+        if leaving:
+            active.discard(id(n))
+            done.add(id(n))
+            continue
+        if id(n) in active:
+            raise ConfigError(f"{source}:{n.start_mark.line + 1}:{n.start_mark.column + 1}: "
+                              f"{_dotted(path)}: an alias refers to a node that contains it (cyclic data); "
+                              "pipeline files cannot hold recursive structures")
+        if id(n) in done:
+            continue
+        active.add(id(n))
+        stack.append((n, path, True))
+        if isinstance(n, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in n.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is not None and key != "<<":
+                    if key in seen:
+                        mark = key_node.start_mark
+                        raise ConfigError(f"{source}:{mark.line + 1}:{mark.column + 1}: {_dotted(path + (key,))}: "
+                                          f"given twice (first on line {seen[key]}); remove one")
+                    seen[key] = key_node.start_mark.line + 1
+                stack.append((value_node, path + (key if key is not None else "?",), False))
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((item, path + (i,), False) for i, item in enumerate(n.value))
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _collect_lines(node: yaml.Node, path: tuple, lines: dict[tuple, int], seen: set[int] | None = None) -> None:
+    seen = set() if seen is None else seen
     lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in seen:  # an aliased node: walked once (an alias "bomb" would be exponential)
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             lines[path + (key,)] = key_node.start_mark.line + 1
-            _collect_lines(value_node, path + (key,), lines)
+            _collect_lines(value_node, path + (key,), lines, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _collect_lines(item, path + (i,), lines)
+            _collect_lines(item, path + (i,), lines, seen)
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -352,8 +404,7 @@ def _where(locations: dict, path: tuple, source: str) -> str:
 
 
 def _fail(path: tuple, locations: dict, source: str, message: str) -> ConfigError:
-    field = ".".join(str(p) for p in path) or "(top level)"
-    return ConfigError(f"{_where(locations, path, source)}: {field}: {message}")
+    return ConfigError(f"{_where(locations, path, source)}: {_dotted(path)}: {message}")
 
 
 def _describe(tp: Any) -> str:

@@ -44,15 +44,20 @@ def load_data(cfg: PipelineConfig) -> dict[str, Split]:
         if spec is None:
             continue
         where = cfg.where(f"data.{name}")
-        examples, origin = read_source(spec, where)
+        examples, origin = read_source(spec, where, numeric_label=cfg.task.type == "regression")
         examples = slice_examples(examples, spec)
         _check_kind(examples, cfg.task.type, name, where, origin)
         out[name] = Split(name, examples, origin, digest(examples))
     return out
 
 
-def read_source(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str]:
-    """Read one split (before ``limit``/``sample``); returns (examples, origin)."""
+def read_source(spec: DataSource, where: str = "", numeric_label: bool = False
+                ) -> tuple[list[dict[str, Any]], str]:
+    """Read one split (before ``limit``/``sample``); returns (examples, origin).
+
+    ``numeric_label`` (regression): a non-numeric label in a file is reported
+    with its file and line while reading, not later from inside training.
+    """
     from .. import datasets as readers
 
     if spec.hf is not None:
@@ -84,7 +89,7 @@ def read_source(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]]
     kwargs = {} if fmt in ("stsb", "conll") else {**columns, "header": header}
     try:
         if fmt is None or fmt not in ("stsb", "conll"):
-            rows = readers.read_dataset(path, fmt, limit=spec.limit, **kwargs)
+            rows = readers.read_dataset(path, fmt, limit=spec.limit, numeric_label=numeric_label, **kwargs)
         else:
             rows = readers.read_dataset(path, fmt, limit=spec.limit)
     except DataFormatError as exc:
