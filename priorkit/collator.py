@@ -54,7 +54,14 @@ class PriorCollator:
             texts_b = None
         elif "text_a" in first:
             texts_a = [e["text_a"] for e in examples]
-            texts_b = [e["text_b"] for e in examples] if first.get("text_b") is not None else None
+            has_b = [e.get("text_b") is not None for e in examples]
+            if any(has_b) and not all(has_b):
+                raise PriorkitError(
+                    f"PriorCollator got a batch that mixes sentence pairs and single sentences: example "
+                    f"{has_b.index(not has_b[0])} {'has' if not has_b[0] else 'lacks'} a 'text_b' unlike "
+                    "example 0. Give every example a text_b, or none (split the data by task)."
+                )
+            texts_b = [e["text_b"] for e in examples] if has_b[0] else None
         else:
             raise PriorkitError(
                 f"PriorCollator examples need 'text_a' (and 'text_b') or 'words'; got keys {sorted(first)}"
