@@ -283,6 +283,9 @@ class PairTable:
 # ---------------------------------------------------------------------------
 # the cache file
 # ---------------------------------------------------------------------------
+_WRITABLE_HINT = ("put the cache in a writable folder (--cache FILE or $PRIORKIT_CACHE), or "
+                  "read it without writing (PriorCache(path, read_only=True), which needs "
+                  "no write access)")
 _PATH_LOCKS: dict[str, threading.RLock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
@@ -365,9 +368,11 @@ class PriorCache:
         size = p.stat().st_size
         if len(head) < 12 or head[8:12] != _MAGIC:
             what = "is empty" if size == 0 else f"starts with {head[:12]!r}"
+            hint = (" (an empty file can be left by a run killed while creating the cache: "
+                    "then delete it and rerun)") if size == 0 else ""
             raise CacheError(
                 f"{p} is not a DuckDB file ({what}, {size} bytes); priorkit will not overwrite it. "
-                "Move it away or pass another --cache path"
+                f"Move it away or pass another --cache path{hint}"
             )
         if size < _HEADER_BYTES:
             raise CacheError(
@@ -392,12 +397,18 @@ class PriorCache:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise CacheError(f"cannot create the cache folder {self.path.parent}: {exc}") from exc
+                raise CacheError(f"cannot create the cache folder {self.path.parent} ({exc}); "
+                                 f"{_WRITABLE_HINT}") from exc
         with _path_lock(self.path):
             con = self._open(duckdb, read_only=not write)
             try:
                 self._check_schema(con, write)
                 yield con
+                if write:
+                    # DuckDB checkpoints when the last connection closes too, but there it
+                    # swallows a failed write (disk full, file size limit) and leaves the
+                    # WAL growing unseen; checkpointing here turns that into an error now.
+                    con.execute("CHECKPOINT")
             except duckdb.Error as exc:
                 raise self._open_error(exc) from exc
             finally:
@@ -420,18 +431,28 @@ class PriorCache:
 
     def _open_error(self, exc: Exception) -> CacheError:
         msg = str(exc)
-        if "not a valid DuckDB database" in msg:
+        what = re.sub(r'"[^"]*"', '""', msg)  # match DuckDB's words, not a quoted path ("truncated/...")
+        if "WAL does not match database file" in what:
+            wal = f"{self.path}.wal"
+            return CacheError(
+                f"{wal} is the write-ahead log of another database, not of {self.path}; nothing "
+                f"was changed. Move {wal} away (it may hold another database's last changes) "
+                "and rerun"
+            )
+        if "not a valid DuckDB database" in what:
             return CacheError(f"{self.path} is not a DuckDB file; priorkit will not overwrite it. "
                               "Move it away or pass another --cache path")
-        if "Could not read enough bytes" in msg or "truncated" in msg.lower():
+        if "Could not read enough bytes" in what or "truncated" in what.lower():
             return CacheError(f"{self.path} is truncated or damaged ({msg}); it was left untouched. "
                               "Restore it from a copy or move it away and precompute again")
-        if "Permission denied" in msg or "Read-only file system" in msg:
-            return CacheError(f"cannot open {self.path} for writing ({msg}); pass a --cache path "
-                              "in a writable folder, or open it read-only")
-        if "No space left" in msg or "disk is full" in msg.lower():
-            return CacheError(f"the disk holding {self.path} is full ({msg}); the last transaction "
-                              "was rolled back and committed pairs are intact. Free space and rerun")
+        if "Permission denied" in what or "Read-only file system" in what:
+            return CacheError(f"cannot write prior cache {self.path} ({msg}); {_WRITABLE_HINT}")
+        if "No space left" in what or "disk is full" in what.lower() or "File too large" in what:
+            return CacheError(
+                f"disk full or file size limit at {self.path} ({msg}): free space (or raise the "
+                "limit, `ulimit -f`) and rerun; committed batches are kept, the batch being "
+                "written is either complete or absent"
+            )
         return CacheError(f"DuckDB error on prior cache {self.path}: {msg}")
 
     def _lock_error(self, exc: Exception, read_only: bool) -> CacheError:
@@ -856,15 +877,25 @@ class CachedProvider(PriorProvider):
             self._warn_if_other_versions()
 
     def _warn_if_other_versions(self) -> None:
+        """Say so when the file holds this provider only under other fingerprints.
+
+        A new provider version, other parameters or other data give a new
+        fingerprint, so old values are never served for new settings; they are
+        kept (another setting may still use them) until deleted on purpose.
+        """
         others = [p for p in self.cache.providers() if p["name"] == self.name and p["pairs"]]
         if others:
-            desc = "; ".join(f"{p['fingerprint']} (version {p['version']}, params {p['params']})"
-                             for p in others[:3])
+            desc = "; ".join(f"{p['fingerprint']} (version {p['version']}, params {p['params']}, "
+                             f"{p['pairs']:,} pairs)" for p in others[:3])
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
             warnings.warn(
                 f"prior cache {self.cache.path} holds {self.name!r} values only for other "
-                f"versions/parameters/data ({desc}), none for {self.fingerprint} "
+                f"versions/parameters/data ({desc}{more}), none for {self.fingerprint} "
                 f"(version {self.version}, params {self.describe()['params']}); they will be "
-                "computed. Run `priorkit precompute` with these settings to fill the cache.",
+                "computed. Run `priorkit precompute` with these settings to fill the cache. "
+                "The other values are kept untouched; `priorkit cache info` lists them, and "
+                f"PriorCache({str(self.cache.path)!r}).delete(FINGERPRINT) removes one you no "
+                "longer need.",
                 stacklevel=3,
             )
 

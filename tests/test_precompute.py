@@ -1,16 +1,15 @@
-"""precompute on real STS-B pairs, a real tokenizer and real DuckDB files,
-including a run killed with SIGKILL and resumed."""
+"""precompute on real STS-B pairs, a real tokenizer and real DuckDB files.
+
+Runs that are killed, capped or raced are in tests/test_cache_faults.py.
+"""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,54 +22,10 @@ from priorkit.datasets import read_dataset
 from priorkit.precompute import collect_pairs, plan_batches, plan_blocks, precompute
 from priorkit.resources import stsb_path
 
-#: A real plug-in file: character-trigram Jaccard, symmetric; NaN for words without letters.
-PLUGIN = '''
-import numpy as np
-import priorkit
-from priorkit.provider import PriorProvider
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import _faults  # noqa: E402 - the trigram plug-in and fault helpers, shared with benchmarks/cache_faults.py
 
-
-def grams(word):
-    w = "##" + word + "##"
-    return frozenset(w[i:i + 3] for i in range(len(w) - 2))
-
-
-class Trigram(PriorProvider):
-    """Character-trigram Jaccard similarity."""
-
-    name = "trigram"
-    version = "1"
-    symmetric = True
-
-    def compute(self, left, right):
-        gl, gr = [grams(w) for w in left], [grams(w) for w in right]
-        out = np.array([[len(a & b) / len(a | b) for b in gr] for a in gl], dtype=np.float32)
-        out = out.reshape(len(left), len(right))
-        out[[not any(c.isalpha() for c in w) for w in left], :] = np.nan
-        out[:, [not any(c.isalpha() for c in w) for w in right]] = np.nan
-        return out
-
-
-class PaperWordPairs:
-    """The word pairs of the paper preset (keys of cls + A + sep against B + sep,
-    stop words dropped), without loading a tokenizer: lets a test process start
-    in a second instead of importing torch."""
-
-    def __init__(self, provider):
-        self.provider = provider
-
-    def word_pairs(self, text_a, text_b):
-        from priorkit.words import is_stop_word, paper_key
-
-        left = [k for k in dict.fromkeys(["cls", *map(paper_key, text_a.split()), "sep"]) if not is_stop_word(k)]
-        right = [k for k in dict.fromkeys([*map(paper_key, text_b.split()), "sep"]) if not is_stop_word(k)]
-        return [(a, b) for a in left for b in right]
-
-
-@priorkit.hookimpl
-def register_prior_providers(register):
-    register("trigram", Trigram)
-'''
+_stored, _same_values = _faults.stored, _faults.same_values
 
 
 def jaccard_reference(a: str, b: str) -> float:
@@ -85,16 +40,13 @@ def jaccard_reference(a: str, b: str) -> float:
 @pytest.fixture(scope="module")
 def plugin_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("plugins")
-    (folder / "trigram_plugin.py").write_text(PLUGIN)
+    _faults.write_plugin(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
 def plugin_module(plugin_dir):
-    spec = importlib.util.spec_from_file_location("trigram_plugin_for_tests", plugin_dir / "trigram_plugin.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _faults.load_plugin(plugin_dir / "trigram_plugin.py", "trigram_plugin_for_tests")
 
 
 @pytest.fixture(scope="module")
@@ -111,15 +63,6 @@ def dev_examples():
 def builder(minilm_tokenizer, trigram):
     """The paper preset (layout, keys, stop words) with the trigram provider."""
     return PriorBuilder.paper(minilm_tokenizer, provider=trigram())
-
-
-def _stored(path: Path, fingerprint: str) -> dict:
-    return PriorCache(path, read_only=True).load(fingerprint).to_dict()
-
-
-def _same_values(a: dict, b: dict) -> bool:
-    keys = sorted(a)
-    return keys == sorted(b) and nan_equal(np.array([a[k] for k in keys]), np.array([b[k] for k in keys]))
 
 
 # ---- planning -------------------------------------------------------------
@@ -176,96 +119,10 @@ def test_block_shape_does_not_change_values(tmp_path, builder, dev_examples):
     assert _same_values(_stored(tmp_path / "exact.duckdb", fp), _stored(tmp_path / "dense.duckdb", fp))
 
 
-KILLABLE = """
-import importlib.util, sys, time
-spec = importlib.util.spec_from_file_location("trigram_plugin", {plugin!r})
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-from priorkit.cache import PriorCache
-from priorkit.datasets import read_dataset
-from priorkit.precompute import precompute
-examples = read_dataset({dataset!r}, limit={limit})[{start}:]
-builder = mod.PaperWordPairs(mod.Trigram())
-print("start", flush=True)
-def report(r):
-    print("batch", r.index, r.committed, flush=True)
-    time.sleep({pause})  # a slower provider: leaves readers a window between batches
-precompute(examples, builder, PriorCache({cache!r}), batch_size={batch}, progress=False, on_batch=report)
-print("done", flush=True)
-"""
-
-
-def _script(plugin_dir: Path, path: Path, limit: int, batch: int, start: int = 0, pause: float = 0.0) -> str:
-    """A precompute of STS-B dev[start:limit] (trigram provider) as a standalone program."""
-    return KILLABLE.format(plugin=str(plugin_dir / "trigram_plugin.py"), dataset=str(stsb_path("dev")),
-                           limit=limit, start=start, cache=str(path), batch=batch, pause=pause)
-
-
-def _run_and_kill(script: str, after_batches: int, rng: random.Random) -> int:
-    """Start a precompute process, SIGKILL it after some committed batches plus a random
-    delay, so the kill lands anywhere: computing, inserting or committing."""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    committed = 0
-    try:
-        for line in proc.stdout:
-            parts = line.split()
-            if parts[0] == "batch":
-                committed = int(parts[2])
-                if int(parts[1]) >= after_batches:
-                    break
-            assert parts[0] != "done", "the run finished before it could be killed; use more data"
-        time.sleep(rng.uniform(0, 0.05))
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
-    return committed
-
-
 def test_paper_word_pairs_helper_matches_the_real_builder(plugin_module, builder, dev_examples):
     helper = plugin_module.PaperWordPairs(builder.provider)
     for e in dev_examples[:200]:
         assert helper.word_pairs(e.text_a, e.text_b) == builder.word_pairs(e.text_a, e.text_b)
-
-
-def _kill_cycle(tmp_path, plugin_module, plugin_dir, trials: int, seed: int, limit: int) -> None:
-    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
-    batch = 300
-    path = tmp_path / "killed.duckdb"
-    examples = read_dataset(stsb_path("dev"), limit=limit)
-    wanted, _ = collect_pairs(examples, builder)
-    keys = canonical_pairs(wanted)
-    fp = builder.provider.fingerprint
-    script = _script(plugin_dir, path, limit, batch)
-    rng = random.Random(seed)
-    for _ in range(trials):
-        todo = PriorCache(path).missing(fp, keys) if path.exists() else keys
-        before = len(keys) - len(todo)
-        sizes = [sum(len(b) for b in batch_) for batch_ in plan_batches(todo, batch_size=batch)]
-        whole = {before + int(s) for s in np.cumsum([0, *sizes])}
-        assert len(sizes) >= 3, "too little work left to kill a run in the middle; raise limit"
-        reported = _run_and_kill(script, after_batches=rng.randint(1, min(4, len(sizes) - 2)), rng=rng)
-        # the file opens, and holds exactly a whole number of this run's batches
-        count = PriorCache(path, read_only=True).count(fp)
-        assert count in whole, (count, sorted(whole)[:6])
-        assert count >= before + reported
-        assert count < len(keys)
-    resumed = precompute(examples, builder, PriorCache(path), batch_size=10 * batch, progress=False)
-    assert resumed.cached == count and resumed.new == len(keys) - count
-    reference = tmp_path / "uninterrupted.duckdb"  # batch size does not change values
-    precompute(examples, builder, PriorCache(reference), batch_size=len(keys), progress=False)
-    assert _same_values(_stored(path, fp), _stored(reference, fp))
-    statuses = [r["status"] for r in PriorCache(path, read_only=True).runs(limit=trials + 1)]
-    assert statuses[0] == "finished" and statuses[1:] == ["killed"] * trials
-
-
-def test_sigkill_mid_run_then_resume_gives_identical_values(tmp_path, plugin_module, plugin_dir):
-    _kill_cycle(tmp_path, plugin_module, plugin_dir, trials=2, seed=1, limit=300)
-
-
-@pytest.mark.slow
-def test_repeated_sigkill_then_resume(tmp_path, plugin_module, plugin_dir):
-    _kill_cycle(tmp_path, plugin_module, plugin_dir, trials=20, seed=2, limit=1000)
 
 
 # ---- command line ---------------------------------------------------------
@@ -344,44 +201,3 @@ def test_cli_rejects_conflicting_options(tmp_path):
     result = CliRunner().invoke(cli, ["precompute", str(stsb_path("dev")), "--cache", str(tmp_path / "x.duckdb")])
     assert result.exit_code != 0 and "--provider" in result.output
     assert not (tmp_path / "x.duckdb").exists()
-
-
-# ---- concurrent processes ---------------------------------------------------
-
-def test_readers_during_a_write_see_whole_batches(tmp_path, plugin_module, plugin_dir):
-    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
-    path = tmp_path / "c.duckdb"
-    examples = read_dataset(stsb_path("dev"), limit=300)
-    keys = canonical_pairs(collect_pairs(examples, builder)[0])
-    whole = {int(s) for s in np.cumsum([0, *[sum(len(b) for b in batch) for batch in plan_batches(keys, 300)]])}
-    PriorCache(path).check()
-    proc = subprocess.Popen([sys.executable, "-c", _script(plugin_dir, path, 300, 300, pause=0.1)],
-                            stdout=subprocess.DEVNULL)
-    seen = []
-    reader = PriorCache(path, read_only=True, timeout=30)
-    fp = builder.provider.fingerprint
-    while proc.poll() is None:
-        seen.append(reader.count(fp))
-        time.sleep(0.01)
-    proc.wait()
-    seen.append(reader.count(fp))
-    assert proc.returncode == 0
-    assert len(set(seen)) > 2, "the reader never saw the writer in the middle of its run"
-    assert set(seen) <= whole and seen == sorted(seen) and seen[-1] == len(keys)
-
-
-def test_two_writers_at_once_lose_nothing(tmp_path, plugin_module, plugin_dir):
-    builder = plugin_module.PaperWordPairs(plugin_module.Trigram())
-    path = tmp_path / "c.duckdb"
-    PriorCache(path).check()
-    # overlapping slices of STS-B dev, written by two processes at the same time
-    procs = [subprocess.Popen([sys.executable, "-c", _script(plugin_dir, path, limit, 200, start)],
-                              stdout=subprocess.DEVNULL) for limit, start in ((300, 0), (450, 150))]
-    for p in procs:
-        assert p.wait(timeout=300) == 0
-    examples = read_dataset(stsb_path("dev"), limit=450)
-    reference = tmp_path / "one-writer.duckdb"
-    summary = precompute(examples, builder, PriorCache(reference), progress=False)
-    fp = builder.provider.fingerprint
-    assert PriorCache(path, read_only=True).count(fp) == summary.pairs  # no pair lost, none twice
-    assert _same_values(_stored(path, fp), _stored(reference, fp))

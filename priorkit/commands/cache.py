@@ -46,13 +46,28 @@ def _parse_params(params: tuple[str, ...]) -> dict:
               help="Seconds to wait for another process's lock on the cache.")
 @click.option("--progress/--no-progress", default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+              help="local: this process. dask: split the pairs into shards computed by Dask workers "
+                   "(pip install 'priorkit[distributed]'; docs/scaling.md).")
+@click.option("--workers", type=int, default=None,
+              help="With --engine dask and no --scheduler: worker processes of a local cluster [default: 2].")
+@click.option("--scheduler", default=None,
+              help="With --engine dask: address of a running Dask scheduler (tcp://host:8786) instead of a "
+                   "local cluster.")
+@click.option("--shard-size", type=int, default=None,
+              help="With --engine dask: pairs per shard (one task, one Parquet file) [default: 20000].")
+@click.option("--shard-dir", type=click.Path(file_okay=False), default=None,
+              help="With --engine dask: folder for the Parquet shards, shared with remote workers "
+                   "[default: CACHE.shards next to the cache file].")
 def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider, params, preset, layout,
-                       tokenizer, cache_path, batch_size, limit, timeout, progress, as_json) -> None:
+                       tokenizer, cache_path, batch_size, limit, timeout, progress, as_json, engine, workers,
+                       scheduler, shard_size, shard_dir) -> None:
     """Compute every word pair a DATASET needs and store it in the cache.
 
     Build the same way training will (same --preset/--layout, provider and
     parameters), so training finds every pair.  Interrupted runs resume:
-    committed batches are kept and not computed again.
+    committed batches (and, with --engine dask, finished shards) are kept and
+    not computed again.
     """
     from ..cache import PriorCache
     from ..datasets import TaggedSentence, detect_format, file_checksum, read_dataset
@@ -63,6 +78,20 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         raise click.UsageError("--param needs --provider")
     if preset is None and provider is None:
         raise click.UsageError("pass --provider NAME (see `priorkit providers`) or --preset paper")
+    dask_only = {"--workers": workers, "--scheduler": scheduler, "--shard-size": shard_size, "--shard-dir": shard_dir}
+    given = [name for name, value in dask_only.items() if value is not None]
+    if engine != "dask" and given:
+        raise click.UsageError(f"{', '.join(given)} only apply to --engine dask")
+    if scheduler and workers is not None:
+        raise click.UsageError("--workers starts a local cluster; with --scheduler the cluster's own workers are used")
+    if workers is not None and workers < 1:
+        raise click.UsageError(f"--workers must be at least 1, got {workers}")
+    if shard_size is not None and shard_size < 1:
+        raise click.UsageError(f"--shard-size must be positive, got {shard_size}")
+    if engine == "dask":
+        from ..distributed import import_distributed
+
+        import_distributed()  # a missing install fails now, not after reading the dataset
     cache = PriorCache(cache_path, timeout=timeout)
     cache.check()  # a locked or foreign cache fails now, not after loading models
     examples = read_dataset(dataset, fmt, text_a=text_a, text_b=text_b, label=label,
@@ -94,11 +123,19 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         "tokenizer": tokenizer_fingerprint(builder.tokenizer),
     }
     try:
-        summary = precompute(examples, builder, cache, batch_size=batch_size,
-                             progress=progress and not as_json, run_info=run_info)
+        if engine == "dask":
+            from ..distributed import DEFAULT_SHARD_SIZE, precompute_distributed
+
+            summary = precompute_distributed(
+                examples, builder, cache, scheduler=scheduler, workers=workers or 2,
+                shard_size=shard_size or DEFAULT_SHARD_SIZE, shard_dir=shard_dir,
+                progress=progress and not as_json, run_info=run_info)
+        else:
+            summary = precompute(examples, builder, cache, batch_size=batch_size,
+                                 progress=progress and not as_json, run_info=run_info)
     except KeyboardInterrupt:
-        click.echo(f"interrupted; committed batches are kept in {cache.path}. "
-                   "Run the same command again to resume.", err=True)
+        kept = "committed batches are" if engine == "local" else "ingested shards and finished shard files are"
+        click.echo(f"interrupted; {kept} kept in {cache.path}. Run the same command again to resume.", err=True)
         raise
     if as_json:
         click.echo(json.dumps({**summary.as_dict(), "cache": str(cache.path)}, indent=2))
@@ -119,6 +156,12 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         ("pairs/s (computed)", f"{summary.pairs_per_second:,.0f}" if summary.computed else "-"),
         ("cache", str(cache.path)),
     ]
+    if engine == "dask":
+        where = f"dask ({summary.scheduler}, {summary.workers} workers)" if summary.workers else "dask (nothing to do)"
+        started = f" ({summary.startup_seconds:.1f} s to start the cluster)" if summary.shards else ""
+        rows[-1:-1] = [("engine", where), ("shards", f"{summary.shards:,}{started}")]
+        if summary.resumed:
+            rows.insert(-1, ("resumed", f"{summary.resumed:,} pairs from shards of an earlier run"))
     for k, v in rows:
         table.add_row(k, v)
     Console().print(table)
