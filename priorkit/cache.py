@@ -321,6 +321,10 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+class _MigrateFirst(Exception):
+    """A read on a writable cache found an older (or no) schema: reopen writable and migrate."""
+
+
 def _is_lock_error(exc: Exception) -> bool:
     msg = str(exc)
     return "Could not set lock" in msg or "Conflicting lock" in msg
@@ -402,7 +406,16 @@ class PriorCache:
         with _path_lock(self.path):
             con = self._open(duckdb, read_only=not write)
             try:
-                self._check_schema(con, write)
+                try:
+                    self._check_schema(con, write)
+                except _MigrateFirst:
+                    # a writable cache reads a file without (the current) schema -- e.g. one
+                    # left by a run killed while creating it -- as it would read no file:
+                    # it applies the migrations first
+                    con.close()
+                    write = True
+                    con = self._open(duckdb, read_only=False)
+                    self._check_schema(con, write)
                 yield con
                 if write:
                     # DuckDB checkpoints when the last connection closes too, but there it
@@ -492,9 +505,12 @@ class PriorCache:
         if version == SCHEMA_VERSION:
             return
         if not write:
+            if not self.read_only:
+                raise _MigrateFirst()
             if version == 0:
-                raise CacheError(f"{self.path} is an empty DuckDB file, not yet a prior cache; "
-                                 "run `priorkit precompute` to fill it")
+                raise CacheError(f"{self.path} is an empty DuckDB file, not yet a prior cache (a run "
+                                 "killed while creating it leaves one); run `priorkit precompute` "
+                                 "to fill it")
             raise CacheError(f"{self.path} has cache schema version {version}; open it writable "
                              f"once to migrate it to version {SCHEMA_VERSION}")
         for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
