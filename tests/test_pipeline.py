@@ -357,16 +357,18 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     from priorkit.pipeline.train import gate_param_group, load_trained, spec_for_run
 
     raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
-    raw["prior"] = {"name": "gate", "preset": "paper",
-                    "attention": {"mode": "gate", "layers": [0, 1], "learning_rate": 0.05}}
+    raw["prior"] = {"name": "paper", "preset": "paper"}
+    # a sibling setting in another mode: reloading the gate run must not check it against the gate
+    raw["sweep"] = {"priors": {"none": None, "bias": {"attention": {"mode": "bias"}},
+                               "gate": {"attention": {"mode": "gate", "layers": [0, 1], "learning_rate": 0.05}}}}
     cfg = config_from_dict(raw)
-    spec = spec_for_run(cfg)
-    result = run_pipeline(cfg, steps=("precompute", "train"), log=lambda s: None)
+    spec = spec_for_run(cfg, "gate")
+    result = run_pipeline(cfg, prior_name="gate", steps=("precompute", "train"), log=lambda s: None)
     gates = [p.detach() for n, p in load_trained(result.spec.run_dir).model.named_parameters()
              if n.endswith("prior_gate")]
     # the same run at the model's rate moves the gates far less
-    raw["prior"]["attention"]["learning_rate"] = None
-    slow = run_pipeline(config_from_dict(raw | {"output_dir": str(tmp_path / "slow")}),
+    raw["sweep"]["priors"]["gate"]["attention"]["learning_rate"] = None
+    slow = run_pipeline(config_from_dict(raw | {"output_dir": str(tmp_path / "slow")}), prior_name="gate",
                         steps=("precompute", "train"), log=lambda s: None)
     slow_gates = [p.detach() for n, p in load_trained(slow.spec.run_dir).model.named_parameters()
                   if n.endswith("prior_gate")]
