@@ -40,7 +40,7 @@ def _parse_params(params: tuple[str, ...]) -> dict:
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
               help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
 @click.option("--batch-size", default=50_000, show_default=True,
-              help="Pairs per committed transaction (a kill loses at most one batch).")
+              help="Pairs per committed transaction (a kill loses at most one batch); --engine local only.")
 @click.option("--limit", type=int, default=None, help="Only the first N examples.")
 @click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for another process's lock on the cache.")
