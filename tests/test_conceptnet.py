@@ -4,7 +4,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -105,14 +104,12 @@ def test_range_nan_and_identity(slice_file, tmp_path):
 
 
 def test_related_scores_above_unrelated_on_full_dump(tmp_path):
-    """Cold build of the whole embedded dump (488,014 edges) in seconds, then real pairs."""
-    t0 = time.perf_counter()
+    """Cold build of the whole embedded dump (488,014 edges), then real pairs.  (Its speed,
+    about 3 s on an idle 2-core machine, is a benchmark's business, not a test's.)"""
     p = _provider(FULL, tmp_path)
     sim = p.similarity(["dog", "car"], ["animal", "chair", "vehicle", "cat"])
-    cold = time.perf_counter() - t0
     stats = p.stats()
     assert stats["edges_in_file"] == 488_014
-    assert cold < 30, f"cold build took {cold:.1f}s"  # about 3 s on an idle 2-core machine
     assert sim[0, 0] > sim[0, 1]          # dog/animal > dog/chair
     assert sim[1, 2] > sim[1, 1]          # car/vehicle > car/chair
     assert sim[0, 3] > sim[0, 1]          # dog/cat > dog/chair
@@ -121,21 +118,16 @@ def test_related_scores_above_unrelated_on_full_dump(tmp_path):
 def test_index_is_reused_and_identical(slice_file, tmp_path):
     words = ["dog", "cat", "animal", "chair"]
     first = _provider(slice_file, tmp_path)
-    t0 = time.perf_counter()
     a = first.similarity(words, words)
-    t_build = time.perf_counter() - t0
     folder = Path(first.stats()["index_folder"])
     assert (folder / "index.json").exists() and (folder / "edges.npz").exists()
     mtime = (folder / "edges.npz").stat().st_mtime_ns
 
     second = _provider(slice_file, tmp_path)
-    t0 = time.perf_counter()
     b = second.similarity(words, words)
-    t_load = time.perf_counter() - t0
     np.testing.assert_array_equal(a, b)
     assert (folder / "edges.npz").stat().st_mtime_ns == mtime  # read, not rebuilt
     assert first.fingerprint == second.fingerprint
-    assert t_load < t_build
 
     # a changed file gets a new index and fingerprint, never the stale one
     with open(slice_file, "a", encoding="utf-8") as fh:

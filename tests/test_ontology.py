@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import time
 import warnings
 from pathlib import Path
 
@@ -74,17 +73,16 @@ def hpo(hpo_cache) -> OntologyProvider:
     return p
 
 
-def test_hpo_loads_in_seconds_and_keeps_every_live_term(hpo, hpo_cache, hp_text, hp_terms):
+def test_hpo_loads_and_keeps_every_live_term(hpo, hpo_cache, hp_text, hp_terms):
+    # (load speed: benchmarks/ontology_coverage.py; a test on a shared machine can't time it)
     assert not hpo.loaded_from_cache
-    assert hpo.load_seconds < 10, f"parsing hp.obo took {hpo.load_seconds:.1f} s"
     terms = hp_text.count("\n[Term]\n")
     obsolete = hp_text.count("\nis_obsolete: true\n")
     assert terms > 19000
     assert len(hpo.ontology) == terms - obsolete == len(hp_terms)
     again = priorkit.get_provider("ontology", cache=str(hpo_cache))
-    t0 = time.perf_counter()
     again.ensure_loaded()
-    assert again.loaded_from_cache and time.perf_counter() - t0 < 3
+    assert again.loaded_from_cache
     assert again.ontology.ids == hpo.ontology.ids
     assert again.ontology.edges == hpo.ontology.edges
 
