@@ -160,7 +160,7 @@ def main() -> None:
     record["seconds"] = round(time.perf_counter() - t_all, 1)
     record["table"] = [dict(zip(("fault", "how", "trials", "failed", "notes"), r)) for r in rows]
     print()
-    print(f"| fault | how | trials | failed | notes |\n|---|---|---|---|---|")
+    print("| fault | how | trials | failed | notes |\n|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
     print(f"\ntotal {record['seconds']} s")

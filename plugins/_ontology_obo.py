@@ -73,7 +73,6 @@ def read_obo(path: Path, problems: ProblemLog) -> OntologyData:
         pending.clear()
 
     def handle(tag: str, value: str, ln: int) -> None:
-        nonlocal current
         if tag == "name":
             builder.set_name(current, _unescape(value))
         elif tag == "is_a":

@@ -426,8 +426,10 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
     }
     _save_model(spec, trainer, tokenizer, task, summary)
 
+    history = trainer.state.log_history
+
     def write_log() -> None:
-        (spec.run_dir / "train_log.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+        (spec.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
         if not cfg.train.keep_checkpoints:
             shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
 
