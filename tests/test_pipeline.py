@@ -359,8 +359,11 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
     raw["prior"] = {"name": "paper", "preset": "paper"}
     # a sibling setting in another mode: reloading the gate run must not check it against the gate
-    raw["sweep"] = {"priors": {"none": None, "bias": {"attention": {"mode": "bias"}},
+    raw["sweep"] = {"split": "test",  # with evaluate: [test]: the reload must keep this too
+                    "priors": {"none": None, "bias": {"attention": {"mode": "bias"}},
                                "gate": {"attention": {"mode": "gate", "layers": [0, 1], "learning_rate": 0.05}}}}
+    raw["data"]["test"] = raw["data"].pop("eval")
+    raw["evaluate"] = ["test"]
     cfg = config_from_dict(raw)
     spec = spec_for_run(cfg, "gate")
     result = run_pipeline(cfg, prior_name="gate", steps=("precompute", "train"), log=lambda s: None)
