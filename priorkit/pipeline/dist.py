@@ -67,6 +67,27 @@ def init(device: str) -> None:
     from accelerate import PartialState
 
     PartialState(cpu=device == "cpu", timeout=timedelta(seconds=TIMEOUT_S))
+    import atexit
+
+    atexit.register(shutdown)
+
+
+def shutdown() -> None:
+    """Leave the process group cleanly (registered at exit by :func:`init`).
+
+    A process that exits with the group alive can die in C++ teardown
+    ("terminate called without an active exception", SIGABRT) while gloo's
+    threads still run, failing a launch whose work was all done.  All ranks
+    meet first, so none tears down while another still talks to it.
+    """
+    if not _initialized():
+        return
+    import torch.distributed as tdist
+
+    try:
+        tdist.barrier()
+    finally:
+        tdist.destroy_process_group()
 
 
 def barrier() -> None:
