@@ -9,46 +9,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from priorkit.align import PriorBuilder
-from priorkit.cache import PriorCache, canonical_pairs, nan_equal
+from priorkit.cache import PriorCache, canonical_pairs
 from priorkit.datasets import read_dataset
 from priorkit.errors import PluginError, PriorkitError
 from priorkit.precompute import collect_pairs, plan_batches, precompute
 from priorkit.resources import stsb_path
 
-#: A real plug-in file: character-bigram Dice coefficient, symmetric.
-PLUGIN = '''
-import numpy as np
-import priorkit
-from priorkit.provider import PriorProvider
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import _faults  # noqa: E402 - the trigram test plug-in and cache helpers, shared with the cache-fault tests
 
-
-def grams(word):
-    w = "#" + word + "#"
-    return frozenset(w[i:i + 2] for i in range(len(w) - 1))
-
-
-class Bigram(PriorProvider):
-    """Character-bigram Dice coefficient."""
-
-    name = "bigram"
-    version = "1"
-    symmetric = True
-
-    def compute(self, left, right):
-        gl, gr = [grams(w) for w in left], [grams(w) for w in right]
-        return np.array([[2 * len(a & b) / (len(a) + len(b)) for b in gr] for a in gl],
-                        dtype=np.float32).reshape(len(left), len(right))
-
-
-@priorkit.hookimpl
-def register_prior_providers(register):
-    register("bigram", Bigram)
-'''
+_stored, _same_values = _faults.stored, _faults.same_values
 
 
 def test_dask_is_installed():
@@ -77,22 +51,13 @@ def client():
 @pytest.fixture(scope="module")
 def plugin_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("plugins")
-    (folder / "bigram_plugin.py").write_text(PLUGIN)
+    _faults.write_plugin(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
 def dev_examples():
     return read_dataset(stsb_path("dev"), limit=400)
-
-
-def _stored(path: Path, fingerprint: str) -> dict:
-    return PriorCache(path, read_only=True).load(fingerprint).to_dict()
-
-
-def _same_values(a: dict, b: dict) -> bool:
-    keys = sorted(a)
-    return keys == sorted(b) and nan_equal(np.array([a[k] for k in keys]), np.array([b[k] for k in keys]))
 
 
 def test_two_workers_store_exactly_what_one_process_stores(tmp_path, client, dev_examples, minilm_tokenizer,
@@ -171,28 +136,24 @@ def test_provider_unknown_to_the_workers_fails_clearly(tmp_path, client, plugin_
     from priorkit.distributed import precompute_distributed
 
     monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", str(plugin_dir))
-    builder = PriorBuilder.paper(minilm_tokenizer, provider=priorkit.get_provider("bigram"))
+    builder = PriorBuilder.paper(minilm_tokenizer, provider=priorkit.get_provider("trigram"))
     path = tmp_path / "c.duckdb"
     with pytest.raises(PluginError) as err:
         precompute_distributed(dev_examples[:20], builder, PriorCache(path), client=client, progress=False)
     msg = str(err.value)
-    assert "Dask worker" in msg and "PID" in msg and "'bigram'" in msg and "PRIORKIT_PLUGINS_DIR" in msg
+    assert "Dask worker" in msg and "PID" in msg and "'trigram'" in msg and "PRIORKIT_PLUGINS_DIR" in msg
     run = PriorCache(path, read_only=True).runs()[0]
-    assert run["status"] == "failed" and "bigram" in run["message"]
+    assert run["status"] == "failed" and "trigram" in run["message"]
 
 
 def test_unregistered_provider_fails_before_any_work(tmp_path, plugin_dir, dev_examples, minilm_tokenizer):
     """A provider object that no plug-in registered cannot be rebuilt on a worker: said at once."""
-    import importlib.util
-
     from priorkit.distributed import precompute_distributed
 
-    spec = importlib.util.spec_from_file_location("bigram_unregistered", plugin_dir / "bigram_plugin.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    builder = PriorBuilder.paper(minilm_tokenizer, provider=module.Bigram())
+    module = _faults.load_plugin(plugin_dir / "trigram_plugin.py", "trigram_unregistered")
+    builder = PriorBuilder.paper(minilm_tokenizer, provider=module.Trigram())
     path = tmp_path / "c.duckdb"
-    with pytest.raises(PluginError, match=r"the driver\) cannot build 'bigram': unknown prior provider"):
+    with pytest.raises(PluginError, match=r"the driver\) cannot build 'trigram': unknown prior provider"):
         precompute_distributed(dev_examples[:20], builder, PriorCache(path), progress=False)
     assert not path.exists()  # nothing written, no cluster started
 
@@ -225,7 +186,7 @@ def test_cli_engine_dask(tmp_path, plugin_dir, monkeypatch, minilm_tokenizer):
     import priorkit
 
     path = tmp_path / "cli.duckdb"
-    args = ["precompute", str(stsb_path("dev")), "--preset", "paper", "--provider", "bigram", "--limit", "100",
+    args = ["precompute", str(stsb_path("dev")), "--preset", "paper", "--provider", "trigram", "--limit", "100",
             "--cache", str(path), "--engine", "dask", "--workers", "2", "--shard-size", "300", "--json"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -233,7 +194,7 @@ def test_cli_engine_dask(tmp_path, plugin_dir, monkeypatch, minilm_tokenizer):
     assert summary["engine"] == "dask" and summary["workers"] == 2 and summary["scheduler"] == "LocalCluster"
     assert set(summary["builds"].values()) == {1} and len(summary["builds"]) == 2
     reference = tmp_path / "single.duckdb"
-    builder = PriorBuilder.paper(minilm_tokenizer, provider=priorkit.get_provider("bigram"))
+    builder = PriorBuilder.paper(minilm_tokenizer, provider=priorkit.get_provider("trigram"))
     single = precompute(read_dataset(stsb_path("dev"), limit=100), builder, PriorCache(reference), progress=False)
     assert summary["pairs"] == summary["new"] == single.pairs
     assert _same_values(_stored(path, single.fingerprint), _stored(reference, single.fingerprint))
