@@ -48,7 +48,7 @@ import numpy as np
 from .cache import Pair, PriorCache, canonical_pairs, is_symmetric
 from .errors import CacheError, PluginError, PriorkitError
 from .precompute import (Block, BatchReport, PrecomputeSummary, _progress, base_provider, collect_pairs,
-                         compute_batch, plan_batches)
+                         compute_batch, plan_batches, record_failure)
 from .provider import PriorProvider
 
 #: pairs per shard (one task, one Parquet file); a shard takes whole blocks, so it may hold a few more
@@ -413,8 +413,9 @@ def precompute_distributed(
     futures: list[Any] = []
     try:
         cache.register(provider)
-        if _recorded_symmetric(cache, fp) != is_symmetric(provider):  # the recorded flag decides, as in put()
-            keys = canonical_pairs(wanted) if _recorded_symmetric(cache, fp) else wanted
+        recorded = _recorded_symmetric(cache, fp)
+        if recorded != is_symmetric(provider):  # the recorded flag decides, as in put()
+            keys = canonical_pairs(wanted) if recorded else wanted
         leftovers = leftover_shards(cache, folder, run_id)
         if leftovers:
             resumed = ingest_shards(cache, fp, leftovers)
@@ -457,17 +458,11 @@ def precompute_distributed(
                     if on_shard is not None:
                         on_shard(BatchReport(index, pairs, added, new, time.perf_counter() - t0))
     except BaseException as exc:
-        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         with contextlib.suppress(Exception):
             if futures:
                 client.cancel(futures)
         _close(client if own_client else None, cluster)
-        try:
-            cache.finish_run(run_id, status=status, pairs=len(keys), new=new,
-                             seconds=time.perf_counter() - t0,
-                             message=f"engine=dask: {type(exc).__name__}: {exc}"[:500])
-        except Exception:  # noqa: BLE001 - the original error matters more
-            pass
+        record_failure(cache, run_id, exc, pairs=len(keys), new=new, t0=t0, prefix="engine=dask: ")
         raise
     _close(client if own_client else None, cluster)
     for path in (folder, folder.parent):  # tidy up empty folders; keep anything else

@@ -17,6 +17,7 @@ fastest, because that provider's cost is per pair (docs/cache.md).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any, Callable, Iterable, Sequence
@@ -255,12 +256,7 @@ def precompute(examples: Iterable[Any], builder: Any, cache: PriorCache, *, batc
                 if on_batch is not None:
                     on_batch(BatchReport(index, len(pairs), added, new, time.perf_counter() - t0))
     except BaseException as exc:
-        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        try:
-            cache.finish_run(run_id, status=status, pairs=len(keys), new=new,
-                             seconds=time.perf_counter() - t0, message=f"{type(exc).__name__}: {exc}"[:500])
-        except Exception:  # noqa: BLE001 - the original error matters more
-            pass
+        record_failure(cache, run_id, exc, pairs=len(keys), new=new, t0=t0)
         raise
     seconds = time.perf_counter() - t0
     cache.finish_run(run_id, status="finished", pairs=len(keys), new=new, cached=cached, seconds=seconds)
@@ -269,6 +265,16 @@ def precompute(examples: Iterable[Any], builder: Any, cache: PriorCache, *, batc
         computed=computed, seconds=seconds, batches=len(batches), provider=provider.name,
         fingerprint=fp, run_id=run_id,
     )
+
+
+def record_failure(cache: PriorCache, run_id: int, exc: BaseException, *, pairs: int, new: int, t0: float,
+                   prefix: str = "") -> None:
+    """Mark a run ``interrupted`` (Ctrl-C) or ``failed`` with the error in its message.
+    Never raises: the caller re-raises the original error, which matters more."""
+    status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    with contextlib.suppress(Exception):
+        cache.finish_run(run_id, status=status, pairs=pairs, new=new, seconds=time.perf_counter() - t0,
+                         message=f"{prefix}{type(exc).__name__}: {exc}"[:500])
 
 
 class _progress:
@@ -296,4 +302,4 @@ class _progress:
 
 
 __all__ = ["precompute", "PrecomputeSummary", "BatchReport", "Block", "collect_pairs", "plan_blocks",
-           "plan_batches", "compute_batch", "example_inputs", "base_provider"]
+           "plan_batches", "compute_batch", "example_inputs", "base_provider", "record_failure"]
