@@ -93,13 +93,15 @@ class DataConfig:
 class AttentionConfig:
     #: layer indices, or "all".
     layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
-    mode: Literal["multiply", "bias", "gate"] = "multiply"
+    mode: Literal["multiply", "bias", "gate", "learned_bias", "supervise"] = "multiply"
     #: head indices that get the prior; null = all heads.
     heads: list[int] | None = None
-    #: extra keyword arguments of the mode (e.g. bias: lam, eps; gate: init).
+    #: extra keyword arguments of the mode (bias: lam, eps; gate: init;
+    #: learned_bias: init, eps; supervise: weight, power).
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: gate mode: the gates' own learning rate (null: train.learning_rate).  A gate
-    #: next to pretrained weights tuned at 5e-5 barely moves at that rate.
+    #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
+    #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
+    #: moves at that rate.
     learning_rate: float | None = None
 
 
@@ -625,10 +627,10 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         raise _fail(path + ("attention", "layers"), loc, src,
                     f"expected non-negative layer indices or 'all', got {layers!r}")
     lr = p.attention.learning_rate
-    if lr is not None and (p.attention.mode != "gate" or lr <= 0):
+    if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
         raise _fail(path + ("attention", "learning_rate"), loc, src,
-                    "is the gate's own learning rate: give a positive number with mode: gate"
-                    f" (got {lr!r} with mode: {p.attention.mode})")
+                    "is the learnable prior parameters' own learning rate: give a positive number with "
+                    f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
 
 
 def _deep_merge(base: dict, update: dict) -> dict:

@@ -287,6 +287,8 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     from transformers import Trainer, TrainingArguments
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
+    from ..attention import supervision_loss
+
     tc = spec.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
     args = TrainingArguments(
@@ -321,7 +323,16 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     gate_lr = spec.prior.attention.learning_rate if spec.prior is not None else None
 
     class PriorTrainer(Trainer):
-        """Length-grouped batches from token counts (the rows hold raw text, not ids)."""
+        """Length-grouped batches from token counts (the rows hold raw text, not ids); the
+        ``supervise`` mode's auxiliary loss added to the task loss."""
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
+                                                 num_items_in_batch=num_items_in_batch)
+            extra = supervision_loss(model)
+            if extra is not None:
+                loss = loss + extra.to(loss.dtype)
+            return (loss, outputs) if return_outputs else loss
 
         def create_optimizer(self, model=None):
             optimizer = super().create_optimizer(model)
@@ -345,16 +356,16 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
 
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
-    """Move the prior gates into their own parameter group (learning rate ``lr``, no
-    weight decay, which would pull them towards 0 = the stock model).  Call before the
-    first step and before the scheduler is made: the scheduler scales every group's
-    rate by the same factor.  Returns how many gate tensors moved."""
-    from ..attention.dispatch import GATE_PARAM
+    """Move the learnable prior parameters (gates, strengths) into their own parameter
+    group (learning rate ``lr``, no weight decay, which would pull them towards 0).  Call
+    before the first step and before the scheduler is made: the scheduler scales every
+    group's rate by the same factor.  Returns how many tensors moved."""
+    from ..attention import prior_parameters
 
-    gates = {id(p) for n, p in model.named_parameters() if n.endswith(GATE_PARAM) and p.requires_grad}
+    gates = {id(p) for _, p in prior_parameters(model) if p.requires_grad}
     if not gates:
-        raise PriorkitError("attention.learning_rate is set but the model has no prior gate "
-                            "parameters: enable the prior with mode: gate")
+        raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
+                            "parameters: enable the prior with mode: gate or learned_bias")
     moved = []
     for group in optimizer.param_groups:
         moved += [p for p in group["params"] if id(p) in gates]
