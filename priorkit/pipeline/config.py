@@ -217,12 +217,16 @@ class ValidationConfig:
 @dataclasses.dataclass
 class PrunerConfig:
     #: "median": stop a trial whose validation score after an epoch is below the median of
-    #: earlier trials at that epoch; "hyperband": successive halving over epochs; "none".
-    type: Literal["median", "hyperband", "none"] = "median"
+    #: earlier trials at that epoch; "hyperband": successive halving over epochs;
+    #: "threshold": stop a trial whose score leaves [lower, upper]; "none".
+    type: Literal["median", "hyperband", "threshold", "none"] = "median"
     #: median: trials that run to the end before any is pruned.
     startup_trials: int = 4
-    #: median: epochs every trial runs before it can be pruned.
+    #: median, threshold: epochs every trial runs before it can be pruned.
     warmup_epochs: int = 1
+    #: threshold: the score range a trial must stay in (null: open).
+    lower: float | None = None
+    upper: float | None = None
 
 
 @dataclasses.dataclass

@@ -297,7 +297,10 @@ def make_pruner(cfg: PipelineConfig):
 
     p = cfg.tune.pruner
     if p.type == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=p.startup_trials, n_warmup_steps=p.warmup_epochs)
+        # steps are 1-based epochs; optuna prunes from step n_warmup_steps on
+        return optuna.pruners.MedianPruner(n_startup_trials=p.startup_trials, n_warmup_steps=p.warmup_epochs + 1)
+    if p.type == "threshold":
+        return optuna.pruners.ThresholdPruner(lower=p.lower, upper=p.upper, n_warmup_steps=p.warmup_epochs + 1)
     if p.type == "hyperband":
         epochs = max(1, int(round(cfg.train.epochs)))
         return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs, reduction_factor=3)
@@ -433,6 +436,8 @@ def check_tune_section(cfg: PipelineConfig) -> None:
         raise fail("validation.size", f"must be a positive count or share, got {tc.validation.size:g}")
     if tc.pruner.startup_trials < 0 or tc.pruner.warmup_epochs < 0:
         raise fail("pruner", "startup_trials and warmup_epochs must not be negative")
+    if tc.pruner.type == "threshold" and tc.pruner.lower is None and tc.pruner.upper is None:
+        raise fail("pruner", "a threshold pruner needs lower or upper")
     if not tc.final.seeds:
         raise fail("final.seeds", "give at least one seed")
     for i, f in enumerate(tc.final.fractions or []):
