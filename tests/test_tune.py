@@ -276,7 +276,8 @@ def test_a_failing_trial_is_recorded_and_the_study_goes_on(tmp_path, tiny_model)
     study = run_study(ctx)
     states = [t.state for t in study.trials]
     assert states[0] == optuna.trial.TrialState.FAIL
-    assert "no-such-measure" in study.trials[0].system_attrs["fail_reason"]
+    assert "no-such-measure" in study.trials[0].user_attrs["error"]
+    assert "no-such-measure" in (ctx.root / "errors" / "trial-0.txt").read_text()
     assert states[1:] == [optuna.trial.TrialState.COMPLETE] * 2
     # the same setting twice: the second reuses the first's cached run
     assert study.trials[1].value == study.trials[2].value

@@ -44,12 +44,9 @@ def trial_rows(study) -> list[dict[str, Any]]:
             "epochs": len(ua["epochs"]) if "epochs" in ua else None,
             "seconds": ua.get("seconds"),
             "retry_of": ua.get("retry_of", t.system_attrs.get("failed_trial")),
-            "error": (t.system_attrs.get("fail_reason") or "").strip().splitlines()[-1:] or None,
+            "error": ua.get("error"),
             **{f"param:{k}": v for k, v in t.params.items()},
         })
-    for r in rows:
-        if isinstance(r["error"], list):
-            r["error"] = r["error"][0] if r["error"] else None
     return rows
 
 
@@ -67,7 +64,7 @@ def write_trials(study, root: Path, metric: str) -> dict[str, Path]:
     for r in rows:
         counts[r["state"]] = counts.get(r["state"], 0) + 1
     params = [c for c in columns if c.startswith("param:")]
-    head = ["trial", "state", metric, "Δ vs no prior", "epochs", "s"] + [p[6:] for p in params]
+    head = ["trial", "state", metric, "Δ vs no prior", "epochs", "s"] + [p[6:] for p in params] + ["error"]
     lines = [f"# Study {study.study_name}: {len(rows)} trials "
              f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})", "",
              f"Validation {metric} (mean over the trial's seeds); Δ against the no-prior baseline of the "
@@ -76,7 +73,7 @@ def write_trials(study, root: Path, metric: str) -> dict[str, Path]:
     for r in rows:
         cells = [str(r["trial"]), r["state"], _num(r["value"]), _num(r["delta"], signed=True),
                  "" if r["epochs"] is None else str(r["epochs"]), _num(r["seconds"], digits=0)]
-        cells += [_cell(r.get(p)) for p in params]
+        cells += [_cell(r.get(p)) for p in params] + [_cell(r["error"])]
         lines.append("| " + " | ".join(cells) + " |")
     (root / TRIALS_MD).write_text("\n".join(lines) + "\n")
     return {"trials_csv": root / TRIALS_CSV, "trials_md": root / TRIALS_MD}

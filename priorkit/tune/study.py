@@ -271,12 +271,23 @@ def open_study(cfg: PipelineConfig, root: Path, storage: str | None = None, stud
     url = storage_url(root, storage)
     name = study_name or cfg.name
     interval, grace = _heartbeat()
+    import inspect
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # heartbeats are "experimental" in Optuna, and stable since 2.8
+        # optuna 4.9 renamed the callback for trials whose heartbeat went stale
+        if "heartbeat_stale_trial_callback" in inspect.signature(optuna.storages.RDBStorage).parameters:
+            stale_kw, retry = "heartbeat_stale_trial_callback", optuna.storages.RetryHeartbeatStaleTrialCallback(1)
+        else:
+            stale_kw, retry = "failed_trial_callback", optuna.storages.RetryFailedTrialCallback(max_retry=1)
     try:
-        rdb = optuna.storages.RDBStorage(
-            url, heartbeat_interval=interval, grace_period=grace,
-            failed_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1),
-            engine_kwargs={"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rdb = optuna.storages.RDBStorage(
+                url, heartbeat_interval=interval, grace_period=grace, **{stale_kw: retry},
+                engine_kwargs={"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None,
+            )
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds
         raise TuneError(f"cannot open the study storage {url}: {exc}") from None
     maximize = is_better(_metric(cfg), 1.0, 0.0)
@@ -363,6 +374,17 @@ def objective_for(ctx: TuneContext, base: dict[int, list[float]]) -> Callable[[A
         except KeyboardInterrupt:
             trial.set_user_attr("interrupted", True)
             raise
+        except optuna.TrialPruned:
+            raise
+        except Exception as exc:
+            # the reason, for trials.md; the whole traceback beside the study
+            import traceback
+
+            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
+            errors = ctx.root / "errors"
+            errors.mkdir(parents=True, exist_ok=True)
+            (errors / f"trial-{trial.number}.txt").write_text(traceback.format_exc())
+            raise
         trial.set_user_attr("scores", scores)
         trial.set_user_attr("deltas", deltas)
         trial.set_user_attr("delta", float(np.mean(deltas)))
@@ -383,8 +405,8 @@ def describe_trial(t, metric: str) -> str:
         epochs = t.user_attrs.get("epochs", [])
         return f"trial {t.number}: pruned after epoch {len(epochs)} [{params}]"
     if t.state == TrialState.FAIL:
-        reason = t.system_attrs.get("fail_reason", "") or ("interrupted" if t.user_attrs.get("interrupted") else "")
-        return f"trial {t.number}: FAILED ({reason.strip().splitlines()[-1] if reason else 'see log'}) [{params}]"
+        reason = t.user_attrs.get("error") or ("interrupted" if t.user_attrs.get("interrupted") else "")
+        return f"trial {t.number}: FAILED ({reason or 'process stopped'}) [{params}]"
     return f"trial {t.number}: {t.state.name.lower()} [{params}]"
 
 
@@ -455,7 +477,7 @@ def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str |
     import optuna
     from optuna.trial import TrialState
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are reported by on_trial
     study = open_study(ctx.cfg, ctx.root, storage, study_name)
     _record_setup(study, ctx)
     target = trials or ctx.tune.trials
