@@ -8,14 +8,13 @@ faulty plug-in is caught at its boundary with its name in the error.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import threading
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from .checksums import json_sha256
 from .errors import ProviderOutputError
 
 
@@ -39,6 +38,9 @@ class PriorProvider:
 
     #: set by the plug-in manager: the plug-in that registered this provider
     plugin: str | None = None
+    #: set by the plug-in manager for a plug-in loaded from a folder: the SHA-256
+    #: of its source file, so that editing the code gives new cache keys
+    code_checksum: str = ""
 
     def __init__(self, **params: Any) -> None:
         self.params: dict[str, Any] = dict(params)
@@ -105,7 +107,11 @@ class PriorProvider:
 
     @property
     def fingerprint(self) -> str:
-        """Stable key of (name, version, params, data checksum): the cache key."""
+        """Stable key of (name, version, params, data checksum[, code checksum]): the cache key.
+
+        The code checksum is there only for providers of folder plug-ins
+        (``code_checksum``); installed plug-ins mark code changes by ``version``.
+        """
         if self._fingerprint is None:
             payload = {
                 "name": self.name,
@@ -113,8 +119,9 @@ class PriorProvider:
                 "params": _canonical(self.params),
                 "data": self.data_checksum(),
             }
-            blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-            self._fingerprint = self.name + "-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+            if self.code_checksum:
+                payload["code"] = self.code_checksum
+            self._fingerprint = self.name + "-" + json_sha256(payload, 16)
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
