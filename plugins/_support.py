@@ -56,9 +56,9 @@ def index_key(**parts: Any) -> str:
 def file_sha256(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> str:
     """SHA-256 of a file (:func:`priorkit.checksums.file_sha256`), remembered in
     ``<index root>/checksums.json`` when that folder is private to this account."""
-    root = index_root(cache_dir)
-    memo = root / "checksums.json"
-    if _untrusted(root, memo) is not None:
+    chain = _chain(None, cache_dir)
+    memo = chain[-1] / "checksums.json"
+    if _untrusted(*chain, memo) is not None:
         memo = None
     return checksums.file_sha256(path, memo_file=memo)
 
@@ -75,10 +75,10 @@ def _untrusted(*paths: Path) -> str | None:
 _WARNED: set[str] = set()
 
 
-def _chain(kind: str, cache_dir) -> list[Path]:
-    """The folders a saved index of ``kind`` is read through, outermost first."""
+def _chain(kind: str | None, cache_dir) -> list[Path]:
+    """The folders a saved index of ``kind`` (None: the index root) is read through, outermost first."""
     root = index_root(cache_dir)
-    chain = [root, root / kind]
+    chain = [root] if kind is None else [root, root / kind]
     if not cache_dir:
         chain.insert(0, priorkit_home())
     return chain

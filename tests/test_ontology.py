@@ -525,3 +525,51 @@ def test_index_in_a_world_writable_folder_is_not_read(tmp_path):
         again = provider(FIXTURES / "mini.obo", cache=str(cache))
         again.ensure_loaded()
     assert not again.loaded_from_cache
+
+
+# ---- the vectorised pair path (issue 13) -----------------------------------------------
+def _reference_pairs(p: OntologyProvider, left, right) -> np.ndarray:
+    """The slow path it replaced: pairs grouped by left phrase, one ``compute`` per group."""
+    from priorkit.provider import PriorProvider
+
+    return PriorProvider.compute_pairs(p, left, right)
+
+
+def test_pair_path_equals_the_matrix_path_on_bc5cdr(hpo):
+    """Every word pair of the full-layout prior of 150 BC5CDR sentences: the vectorised
+    compute_pairs gives exactly what pair-by-pair compute gives (NaN in the same places)."""
+    from priorkit.align import strip_key
+    from priorkit.datasets import read_conll
+
+    root = Path(__file__).resolve().parent.parent
+    left, right = [], []
+    for sent in read_conll(root / "data" / "bc5cdr" / "devel.tsv", limit=150):
+        keys = [strip_key(w) for w in sent.words]
+        phrases = list(dict.fromkeys(" ".join(keys[s:e]) for s, e in hpo.segment(keys)))
+        left += [a for a in phrases for _ in phrases]
+        right += [b for _ in phrases for b in phrases]
+    pairs = list(dict.fromkeys(zip(left, right)))
+    left, right = [a for a, _ in pairs], [b for _, b in pairs]
+    fresh = priorkit.get_provider("ontology", cache=False)  # same index, its own (empty) memo
+    fresh._index = hpo.index
+    fresh._loaded = True
+    fast = fresh.compute_pairs(left, right).astype(np.float32)
+    slow = _reference_pairs(hpo, left, right)
+    known = ~np.isnan(slow)
+    assert known.sum() >= 100 and (~known).sum() >= 1000  # both kinds are exercised
+    np.testing.assert_array_equal(np.isnan(fast), ~known)
+    assert np.abs(fast[known] - slow[known]).max() == 0.0
+    np.testing.assert_array_equal(hpo.pair_similarity(left, right), slow)
+
+
+@pytest.mark.parametrize("measure", MEASURES)
+def test_pair_path_equals_matrix_path_every_measure(measure):
+    p = provider(FIXTURES / "mini.obo", measure=measure)
+    words = ["tachycardia", "cor pulmonale", "pneumonia", "heart attacks", "MI", "banana", "",
+             "Tachycardia", "lung disease"]
+    left = [a for a in words for _ in words]
+    right = [b for _ in words for b in words]
+    full = p.similarity(words, words).ravel()
+    got = p.pair_similarity(left, right)
+    np.testing.assert_array_equal(got, full)
+    np.testing.assert_array_equal(got, _reference_pairs(p, left, right).astype(np.float32))
