@@ -30,7 +30,9 @@ The ontology row also times the prior of the ``bc5cdr-ontology`` pipeline:
 ``PriorBuilder(MiniLM tokenizer, ontology, layout="full", keys="strip")``
 on BC5CDR devel sentences (``data/bc5cdr/devel.tsv``), after 50 warm-up
 sentences; reported per sentence for the whole ``build`` and for the
-provider's pair call alone.  Torch runs on 2 threads.
+provider's pair call alone.  Torch runs on ``--threads`` intra-op threads
+(default 1: on a 2-core machine shared with other jobs, 2 threads spin
+against the other jobs and make each forward pass slower).
 """
 from __future__ import annotations
 
@@ -59,27 +61,17 @@ PROVIDERS = [
 
 
 def stsb_pairs() -> list[tuple[str, str]]:
-    from priorkit.resources import stsb_path
-    from priorkit.words import paper_words
+    """STS-B dev's cross-sentence word pairs in file order (wordnet_speed's reader)."""
+    from wordnet_speed import stsb_word_pairs  # benchmarks/ is on sys.path when run as a script
 
-    pairs: dict[tuple[str, str], None] = {}
-    with open(stsb_path("dev"), encoding="utf-8") as fh:
-        for line in fh:
-            f = line.rstrip("\n").split("\t")
-            if len(f) < 7:
-                continue
-            right = paper_words(f[6])
-            for a in paper_words(f[5]):
-                for b in right:
-                    pairs.setdefault((a, b))
-    return list(pairs)
+    return stsb_word_pairs(("dev",))
 
 
-def _one_provider(name: str, params: dict, n: int) -> dict:
+def _one_provider(name: str, params: dict, n: int, threads: int) -> dict:
     """Run in a child process: cold and warm pairs/s of one provider."""
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     pairs = stsb_pairs()
     cold_pairs, warm_pairs = pairs[:n], pairs[n:2 * n]
     import priorkit
@@ -106,11 +98,11 @@ def _one_provider(name: str, params: dict, n: int) -> dict:
     return out
 
 
-def _bc5cdr(n_sentences: int) -> dict:
+def _bc5cdr(n_sentences: int, threads: int) -> dict:
     """Run in a child process: the ontology full-layout prior per BC5CDR sentence."""
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     import priorkit
     from priorkit.datasets import read_conll
     from priorkit.resources import minilm_path
@@ -149,15 +141,15 @@ def _bc5cdr(n_sentences: int) -> dict:
 def _child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["kind"] == "bc5cdr":
-        out = _bc5cdr(spec["sentences"])
+        out = _bc5cdr(spec["sentences"], spec["threads"])
     else:
-        out = _one_provider(spec["name"], spec["params"], spec["pairs"])
+        out = _one_provider(spec["name"], spec["params"], spec["pairs"], spec["threads"])
     print("RESULT " + json.dumps(out))
 
 
 def run_child(spec: dict) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+           "OMP_NUM_THREADS": str(spec["threads"]), "MKL_NUM_THREADS": str(spec["threads"])}
     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                           capture_output=True, text=True, env=env)
     for line in proc.stdout.splitlines():
@@ -171,6 +163,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--sentences", type=int, default=300)
     ap.add_argument("--only", default=None, help="comma-separated provider names")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -182,7 +175,8 @@ def main() -> None:
     for label, name, params in PROVIDERS:
         if only and name not in only:
             continue
-        r = run_child({"kind": "provider", "name": name, "params": params, "pairs": args.pairs})
+        r = run_child({"kind": "provider", "name": name, "params": params, "pairs": args.pairs,
+                       "threads": args.threads})
         rows.append({"provider": label, **r})
         print(f"{label:38s} cold {r['cold_pairs_per_s']:>9,.0f} pairs/s ({r['cold_s']:6.2f} s, "
               f"{r['cold_words']} words)  warm {r['warm_pairs_per_s']:>9,.0f} pairs/s "
@@ -190,12 +184,12 @@ def main() -> None:
               f"SimLex-999 {r['simlex999_pairs_per_s']:>9,.0f} pairs/s", flush=True)
     bc5 = None
     if not only or "ontology" in only:
-        bc5 = run_child({"kind": "bc5cdr", "sentences": args.sentences})
+        bc5 = run_child({"kind": "bc5cdr", "sentences": args.sentences, "threads": args.threads})
         print(f"ontology full-layout prior per BC5CDR devel sentence: build {bc5['build_ms_per_sentence']:.3f} ms, "
               f"provider pair call {bc5['pairs_ms_per_sentence']:.3f} ms "
               f"({bc5['sentences']} sentences, {bc5['pairs']} word pairs)")
     meta = {"date": _dt.datetime.now().isoformat(timespec="seconds"), "machine": platform.platform(),
-            "cpus": os.cpu_count(), "pairs": args.pairs}
+            "cpus": os.cpu_count(), "pairs": args.pairs, "threads": args.threads}
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": meta, "providers": rows, "bc5cdr": bc5}, indent=2))
 

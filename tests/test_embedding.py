@@ -1,6 +1,7 @@
 """The embedding provider: the real MiniLM and the real GloVe 6B 50d vectors."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 
 import numpy as np
@@ -71,23 +72,30 @@ def test_minilm_related_above_unrelated(minilm):
     assert sim[0, 0] > sim[0, 2] and sim[1, 1] > sim[1, 2]
 
 
-def test_minilm_caches_words_and_batches_consistently(minilm):
-    calls = []
-    original = minilm.encode
+@contextlib.contextmanager
+def counting_encode(provider):
+    """Record every batch of texts the provider's encoder is given."""
+    calls: list[list[str]] = []
+    original = provider.encode
 
     def counting(texts):
         calls.append(list(texts))
         return original(texts)
 
-    minilm.encode = counting
+    provider.encode = counting
     try:
+        yield calls
+    finally:
+        provider.encode = original
+
+
+def test_minilm_caches_words_and_batches_consistently(minilm):
+    with counting_encode(minilm) as calls:
         fresh = ["zebra", "giraffe", "savanna"]
         a = minilm.similarity(fresh, ["lion"])
         b = minilm.similarity(["lion"], fresh)
         assert calls == [["zebra", "giraffe", "savanna", "lion"]]   # one batch, then cache hits
         np.testing.assert_array_equal(a[:, 0], b[0])                 # symmetric
-    finally:
-        minilm.encode = original
     small = priorkit.get_provider("embedding", device="cpu", batch_size=2)
     small.model = minilm.model          # same weights, different batching
     small._loaded = True
@@ -193,20 +201,10 @@ def _pairs(words):
 
 
 def test_minilm_pair_path_is_one_batch_and_equals_the_matrix_path(minilm):
-    calls = []
-    original = minilm.encode
-
-    def counting(texts):
-        calls.append(list(texts))
-        return original(texts)
-
     fresh = ["okapi", "tapir", "capybara", "wombat"]
     left, right = _pairs([*fresh, "dog", "cat"])
-    minilm.encode = counting
-    try:
+    with counting_encode(minilm) as calls:
         got = minilm.pair_similarity(left, right)
-    finally:
-        minilm.encode = original
     assert len(calls) == 1 and set(fresh) <= set(calls[0])  # the new words, once each, in one batch
     assert len(calls[0]) == len(set(calls[0]))
     want = np.array([minilm.similarity([a], [b])[0, 0] for a, b in zip(left, right)])

@@ -80,8 +80,8 @@ class _EmbeddingBase(PriorProvider):
         self.prepare(words)
         vecs, ok = self.vectors_for(words)                      # (W, D), (W,)
         row = {w: i for i, w in enumerate(words)}
-        li = np.fromiter((row[w] for w in left), dtype=np.int64, count=len(left))    # (P,)
-        ri = np.fromiter((row[w] for w in right), dtype=np.int64, count=len(right))  # (P,)
+        li = np.fromiter(map(row.__getitem__, left), dtype=np.int64, count=len(left))    # (P,)
+        ri = np.fromiter(map(row.__getitem__, right), dtype=np.int64, count=len(right))  # (P,)
         v = vecs.astype(np.float64)
         cos = np.einsum("pd,pd->p", v[li], v[ri])              # (P,)
         out = cosine_to_unit(cos, self.params["scale"]).astype(np.float32)

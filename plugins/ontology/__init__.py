@@ -392,8 +392,8 @@ class OntologyProvider(PriorProvider):
         no concept."""
         phrases = list(dict.fromkeys([*left, *right]))
         row = {p: i for i, p in enumerate(phrases)}
-        li = np.fromiter((row[p] for p in left), dtype=np.int64, count=len(left))     # (P,)
-        ri = np.fromiter((row[p] for p in right), dtype=np.int64, count=len(right))   # (P,)
+        li = np.fromiter(map(row.__getitem__, left), dtype=np.int64, count=len(left))     # (P,)
+        ri = np.fromiter(map(row.__getitem__, right), dtype=np.int64, count=len(right))   # (P,)
         concepts = [self._phrase_concepts(p) for p in phrases]
         n_of = np.fromiter((len(c) for c in concepts), dtype=np.int64, count=len(concepts))  # (W,)
         ptr = np.zeros(len(concepts) + 1, dtype=np.int64)
