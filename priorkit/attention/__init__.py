@@ -12,7 +12,7 @@ See docs/attention.md.
 """
 from __future__ import annotations
 
-from .api import PriorSettings, disable_prior_attention, enable_prior_attention
+from .api import PriorSettings, disable_prior_attention, enable_prior_attention, prior_parameters, supervision_loss
 from .architectures import supported_architectures
 from .errors import PriorAttentionConfigError, PriorShapeError, UnsupportedModelError
 from .modes import MODE_OPTIONS
@@ -20,6 +20,8 @@ from .modes import MODE_OPTIONS
 __all__ = [
     "enable_prior_attention",
     "disable_prior_attention",
+    "supervision_loss",
+    "prior_parameters",
     "supported_architectures",
     "PriorSettings",
     "MODE_OPTIONS",

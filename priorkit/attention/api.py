@@ -5,8 +5,9 @@ Nothing is forked or wrapped.  Enabling
 * switches ``config._attn_implementation`` from ``sdpa``/``eager`` to priorkit's
   dispatcher over it (see :mod:`priorkit.attention.dispatch`);
 * puts a small :class:`LayerPrior` record on the attention module of each chosen layer
-  (and, in ``gate`` mode, a ``prior_gate`` parameter, so it is in the state dict and
-  in ``model.parameters()``: build the optimiser after enabling);
+  (and, in ``gate`` / ``learned_bias`` mode, a ``prior_gate`` / ``prior_strength``
+  parameter, so it is in the state dict and in ``model.parameters()``: build the
+  optimiser after enabling);
 * writes the settings to ``config.priorkit`` (a JSON-safe dict saved in config.json).
 
 Disabling removes all of that and puts back the original implementation name and the
@@ -25,9 +26,9 @@ from torch import nn
 
 from . import checkpoint
 from .architectures import BASE_IMPLEMENTATIONS, attention_modules
-from .dispatch import GATE_PARAM, LAYER_ATTR, LayerPrior, base_of, implementation_name
+from .dispatch import LAYER_ATTR, SUPERVISION_ATTR, LayerPrior, base_of, implementation_name
 from .errors import PriorAttentionConfigError, UnsupportedModelError
-from .modes import MODE_OPTIONS
+from .modes import LEARNABLE, MODE_OPTIONS
 
 CONFIG_KEY = "priorkit"
 _STATE_ATTR = "_priorkit_state"
@@ -72,8 +73,12 @@ def _settings(
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise PriorAttentionConfigError(f"{mode} option {name}={value!r} must be a finite number.")
         opts[name] = float(value)
-    if mode == "bias" and opts["eps"] <= 0:
-        raise PriorAttentionConfigError(f"bias option eps={opts['eps']} must be > 0 (it bounds log(P)).")
+    if mode in ("bias", "learned_bias") and opts["eps"] <= 0:
+        raise PriorAttentionConfigError(f"{mode} option eps={opts['eps']} must be > 0 (it bounds log(P)).")
+    if mode == "supervise" and (opts["weight"] < 0 or opts["power"] <= 0):
+        raise PriorAttentionConfigError(
+            f"supervise options weight={opts['weight']} must be >= 0 and power={opts['power']} > 0."
+        )
 
     return PriorSettings(
         layers=_indices("layers", layers, n_layers, "layer"),
@@ -125,7 +130,9 @@ def enable_prior_attention(
     Args:
         model: a supported Hugging Face encoder (any head), using "sdpa" or "eager" attention.
         layers: layer indices (negative from the end) or "all"; default ``(0,)`` as in the paper.
-        mode: "multiply" (the paper), "bias" (options ``lam``, ``eps``) or "gate" (option ``init``).
+        mode: "multiply" (the paper), "bias" (options ``lam``, ``eps``), "gate" (option ``init``),
+            "learned_bias" (options ``init``, ``eps``) or "supervise" (options ``weight``, ``power``;
+            add :func:`supervision_loss` to the training loss -- priorkit's Trainer does).
         heads: heads that get the prior (default all); the others keep stock attention.
         **mode_options: the mode's options, see docs/attention.md.
 
@@ -164,24 +171,25 @@ def enable_prior_attention(
         settings = _from_config(saved, n_layers, n_heads)
     restoring = saved is not _ABSENT and saved == settings.to_config()
 
+    param_name = LEARNABLE.get(settings.mode)
     for i in settings.layers:
         module = modules[i]
-        if GATE_PARAM in module._parameters or hasattr(module, LAYER_ATTR):
+        if any(name in module._parameters for name in LEARNABLE.values()) or hasattr(module, LAYER_ATTR):
             raise PriorAttentionConfigError(
-                f"layer {i}'s {type(module).__name__} already has '{GATE_PARAM}'/'{LAYER_ATTR}'; "
-                "remove them or reload the model."
+                f"layer {i}'s {type(module).__name__} already has one of {sorted(LEARNABLE.values())} or "
+                f"'{LAYER_ATTR}'; remove them or reload the model."
             )
     try:
         for i in settings.layers:
             module = modules[i]
             setattr(module, LAYER_ATTR, LayerPrior(i, settings.mode, settings.heads, settings.options))
-            if settings.mode == "gate":
+            if param_name is not None:
                 ref = next(module.parameters())  # new parameters follow the layer's device and dtype
                 size = n_heads if settings.heads is None else len(settings.heads)
-                gate = torch.full((size,), settings.options["init"], dtype=ref.dtype, device=ref.device)
-                module.register_parameter(GATE_PARAM, nn.Parameter(gate))
-        if settings.mode == "gate" and restoring:
-            _load_gates(model, modules, settings)
+                value = torch.full((size,), settings.options["init"], dtype=ref.dtype, device=ref.device)
+                module.register_parameter(param_name, nn.Parameter(value))
+        if param_name is not None and restoring:
+            _load_learned(model, modules, settings, param_name)
     except BaseException:
         _strip(modules)  # a failed enable leaves the model as it was
         raise
@@ -192,16 +200,16 @@ def enable_prior_attention(
     return model
 
 
-def _load_gates(model: nn.Module, modules: list[nn.Module], settings: PriorSettings) -> None:
-    """Fill the fresh gates with the values saved next to config.priorkit (see checkpoint.py)."""
+def _load_learned(model: nn.Module, modules: list[nn.Module], settings: PriorSettings, param_name: str) -> None:
+    """Fill the fresh gates / strengths with the values saved next to config.priorkit (see checkpoint.py)."""
     source = getattr(model.config, "_name_or_path", "") or ""
-    available = checkpoint.read_tensors(source, "." + GATE_PARAM)
+    available = checkpoint.read_tensors(source, "." + param_name)
     names = {id(m): n for n, m in model.named_modules()}
     prefix = getattr(model, "base_model_prefix", "") or ""
     missing = []
     for i in settings.layers:
-        param = getattr(modules[i], GATE_PARAM)
-        name = f"{names[id(modules[i])]}.{GATE_PARAM}"
+        param = getattr(modules[i], param_name)
+        name = f"{names[id(modules[i])]}.{param_name}"
         saved = checkpoint.match_key(name, available, prefix)
         if saved is None:
             missing.append(name)
@@ -214,8 +222,8 @@ def _load_gates(model: nn.Module, modules: list[nn.Module], settings: PriorSetti
                 param.copy_(saved)
     if missing:
         warnings.warn(
-            f"config.priorkit asks for gates but the checkpoint {source!r} holds no {missing}; "
-            f"they start at init={settings.options['init']} (load a state dict to set them).",
+            f"config.priorkit asks for learned {param_name} values but the checkpoint {source!r} holds no "
+            f"{missing}; they start at init={settings.options['init']} (load a state dict to set them).",
             stacklevel=3,
         )
 
@@ -242,4 +250,33 @@ def disable_prior_attention(model: nn.Module) -> nn.Module:
 def _strip(modules: list[nn.Module]) -> None:
     for module in modules:
         module.__dict__.pop(LAYER_ATTR, None)
-        module._parameters.pop(GATE_PARAM, None)
+        module.__dict__.pop(SUPERVISION_ATTR, None)
+        for name in LEARNABLE.values():
+            module._parameters.pop(name, None)
+
+
+def supervision_loss(model: nn.Module) -> torch.Tensor | None:
+    """The ``supervise`` layers' auxiliary loss of the last training forward pass, weighted
+    (``weight * KL``, summed over layers), and forget it; None when there is none.
+
+    Add it to the task loss before ``backward``::
+
+        out = model(**batch, prior=P)
+        loss = out.loss + (priorkit.attention.supervision_loss(model) or 0)
+
+    Only forward passes in training mode with gradients enabled compute it.
+    """
+    losses = []
+    for module in model.modules():
+        value = module.__dict__.pop(SUPERVISION_ATTR, None)
+        if value is not None:
+            losses.append(value)
+    if not losses:
+        return None
+    return torch.stack([v.float() for v in losses]).sum()
+
+
+def prior_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """The learnable prior parameters (``prior_gate``, ``prior_strength``) as (name, parameter)."""
+    names = tuple(LEARNABLE.values())
+    return [(n, p) for n, p in model.named_parameters() if n.rsplit(".", 1)[-1] in names]

@@ -36,7 +36,9 @@ PREFIX = "priorkit_"
 #: attribute holding a layer's LayerPrior on its attention module (removed by disable)
 LAYER_ATTR = "_priorkit_layer"
 #: name of the learnable per-head gate parameter on a gated attention module
-GATE_PARAM = "prior_gate"
+GATE_PARAM = modes.LEARNABLE["gate"]
+#: attribute holding the last training forward's supervision loss (``supervise`` mode)
+SUPERVISION_ATTR = "_priorkit_supervision"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,28 +63,39 @@ class LayerPrior:
     ) -> tuple[Tensor, Tensor | None]:
         prior4 = modes.prior_as_4d(prior, query, key)  # (B, 1|H, L, L)
         dtype = query.dtype
+        scaling = kwargs.get("scaling")
+        if scaling is None:
+            scaling = query.shape[-1] ** -0.5
+        if self.mode == "supervise":
+            # the stock computation; the prior only shapes the training loss
+            if module.training and torch.is_grad_enabled():
+                kl = modes.supervision_kl(query, key, mask, prior4, scaling, self.heads, self.options["power"])
+                module.__dict__[SUPERVISION_ATTR] = kl * self.options["weight"]
+            return base(module, query, key, value, mask, **kwargs)
+        if self.mode == "learned_bias":
+            strength = self.head_vector(module, query, modes.LEARNABLE["learned_bias"])
+            float_mask = modes.learned_bias_mask(prior4, mask, strength, self.options["eps"], dtype)
+            return base(module, query, key, value, float_mask, **kwargs)
         sel = modes.head_selector(query.shape[1], self.heads, query.device)
         if self.mode == "bias":
             float_mask = modes.bias_mask(prior4, mask, self.options["lam"], self.options["eps"], sel, dtype)
             return base(module, query, key, value, float_mask, **kwargs)
-        scaling = kwargs.get("scaling")
-        if scaling is None:
-            scaling = query.shape[-1] ** -0.5
         if self.mode == "multiply":
             multiplier = modes.multiply_multiplier(prior4, scaling, sel, dtype)
         else:  # gate
-            multiplier = modes.gate_multiplier(prior4, scaling, self.full_gate(module, query), dtype)
+            multiplier = modes.gate_multiplier(prior4, scaling, self.head_vector(module, query, GATE_PARAM), dtype)
         return modes.eager_attention(
             module, query, key, value, multiplier, modes.additive_mask(mask, dtype), kwargs.get("dropout", 0.0)
         )
 
-    def full_gate(self, module: nn.Module, query: Tensor) -> Tensor:
-        """The (H,) gate vector: learnable entries for the gated heads, 0 (= stock) elsewhere."""
-        gate = getattr(module, GATE_PARAM)  # (n_gated,)
+    def head_vector(self, module: nn.Module, query: Tensor, name: str) -> Tensor:
+        """The (H,) vector of a learnable per-head parameter: its entries for the chosen
+        heads, 0 (= stock) elsewhere."""
+        param = getattr(module, name)  # (n_chosen,)
         if self.heads is None:
-            return gate
-        index = torch.tensor(self.heads, device=gate.device)
-        return torch.zeros(query.shape[1], dtype=gate.dtype, device=gate.device).index_put((index,), gate)
+            return param
+        index = torch.tensor(self.heads, device=param.device)
+        return torch.zeros(query.shape[1], dtype=param.dtype, device=param.device).index_put((index,), param)
 
 
 @functools.cache

@@ -9,6 +9,13 @@ BERT), ``A`` the additive padding mask (0 where allowed, dtype-min elsewhere),
   per head; ``g = 1`` is ``multiply``, ``g = 0`` is the stock model.
 * ``bias``: ``softmax(raw * s + A + lam * log(max(P, eps)))``: the prior is
   folded into the float mask, so the model's own SDPA kernel does all the work.
+* ``learned_bias``: ``bias`` with one learnable strength ``lam_h`` per head that
+  starts at ``init`` (0: the stock model), so the data decides how much prior
+  each head takes, and in which direction.
+* ``supervise``: the forward pass is the stock one; in training an auxiliary
+  loss ``weight * KL(T || A)`` pulls the chosen heads' attention ``A`` towards
+  the row-normalised prior ``T ~ P ** power`` (linguistically-informed
+  self-attention, Strubell et al. 2018).  Inference costs nothing extra.
 
 ``multiply`` and ``gate`` need the logits themselves, so they run eager maths in
 the layers that get the prior.  To keep that cheap the scaling is folded into the
@@ -29,7 +36,13 @@ MODE_OPTIONS: dict[str, dict[str, float]] = {
     "multiply": {},
     "bias": {"lam": 1.0, "eps": 1e-2},
     "gate": {"init": 1.0},
+    "learned_bias": {"init": 0.0, "eps": 1e-2},
+    "supervise": {"weight": 0.1, "power": 1.0},
 }
+
+#: modes with one learnable parameter per (gated) head -> the parameter's name
+#: on the attention module (in the state dict as ``...attention.self.<name>``)
+LEARNABLE: dict[str, str] = {"gate": "prior_gate", "learned_bias": "prior_strength"}
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -121,6 +134,78 @@ def bias_mask(
     else:
         out = bias + mask.float()
     return out.clamp_min_(lowest).to(dtype)
+
+
+def log_prior(prior4: Tensor, eps: float) -> Tensor:
+    """``log(max(P, eps))`` in float32 (B, 1|H, L, L): the additive form of a prior."""
+    return torch.log(prior4.float().clamp_min(eps))
+
+
+def learned_bias_mask(
+    prior4: Tensor, mask: Tensor | None, strength: Tensor, eps: float, dtype: torch.dtype
+) -> Tensor:
+    """The float mask ``A + lam_h * log(max(P, eps))`` (B, H, L, L); ``strength`` is (H,).
+
+    Differentiable in ``strength`` (SDPA passes gradients to a float ``attn_mask``).
+    Heads outside ``heads=`` have strength 0.
+    """
+    bias = log_prior(prior4, eps) * strength.float().view(1, -1, 1, 1)  # (B, H, L, L)
+    lowest = torch.finfo(dtype).min
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            bias = bias.masked_fill(~mask, lowest)
+        else:
+            bias = bias + mask.float()
+    return bias.clamp_min(lowest).to(dtype)
+
+
+def supervision_target(prior4: Tensor, power: float, keys: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Row-normalised ``P ** power`` (B, 1|H, L, L) and the rows that count (B, 1|H, L).
+
+    ``keys`` (bool, broadcastable, True = may be attended to) zeroes the target on
+    masked keys.  A row counts when what is left sums to more than 0: padded query
+    rows hold 0 in a collated prior, so they drop out here.
+    """
+    p = prior4.float().clamp_min(0.0)
+    if power != 1.0:
+        p = p.pow(power)
+    if keys is not None:
+        p = p * keys
+    total = p.sum(-1, keepdim=True)  # (B, 1|H, L, 1)
+    valid = total.squeeze(-1) > 0
+    return p / total.clamp_min(1e-12), valid
+
+
+def supervision_kl(
+    query: Tensor, key: Tensor, mask: Tensor | None, prior4: Tensor, scaling: float,
+    heads: tuple[int, ...] | None, power: float,
+) -> Tensor:
+    """Mean ``KL(T || A)`` over the chosen heads and the rows that count (a scalar).
+
+    ``A = softmax(s Q K^T + mask)`` is recomputed here for the chosen heads only, so the
+    stock kernel keeps producing the layer's output; padded keys get zero weight
+    (the mask) and zero target (the prior's padding), padded queries drop out.
+    """
+    if key.shape[1] != query.shape[1]:  # grouped-query attention (EuroBERT)
+        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
+    if heads is not None:
+        index = torch.tensor(heads, device=query.device)
+        query, key = query.index_select(1, index), key.index_select(1, index)
+        if prior4.shape[1] > 1:
+            prior4 = prior4.index_select(1, index)
+    logits = torch.matmul(query.float(), key.float().transpose(2, 3)) * scaling  # (B, h, L, L)
+    additive = additive_mask(mask, torch.float32)
+    if additive is not None:
+        logits = logits + additive
+    log_a = F.log_softmax(logits, dim=-1)
+    keys = None
+    if mask is not None:
+        keys = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+    target, valid = supervision_target(prior4, power, keys)  # (B, 1|h, L, L), (B, 1|h, L)
+    kl_rows = (torch.xlogy(target, target) - target * log_a).sum(-1)  # (B, h, L)
+    valid = valid.expand_as(kl_rows)
+    count = valid.sum().clamp_min(1)
+    return (kl_rows * valid).sum() / count
 
 
 def eager_attention(

@@ -1,4 +1,5 @@
-"""Pipeline commands: ``priorkit run`` (one run) and ``priorkit sweep`` (fractions x seeds x priors)."""
+"""Pipeline commands: ``priorkit run`` (one run), ``priorkit sweep`` (fractions x seeds x priors)
+and ``priorkit tune`` (an Optuna study over the pipeline's ``tune.space``)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ import click
 def add_commands(cli: click.Group) -> None:
     cli.add_command(run_command)
     cli.add_command(sweep_command)
+    cli.add_command(tune_command)
 
 
 _set_option = click.option(
@@ -121,4 +123,93 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         return
     sw.print_table(cfg, result.cells)
     for kind, path in result.files.items():
+        click.echo(f"{kind}: {path}")
+
+
+@click.command("tune")
+@click.argument("pipeline", type=click.Path(dir_okay=False))
+@_set_option
+@click.option("--trials", type=click.IntRange(min=1), default=None,
+              help="Finished trials the study should hold (default: tune.trials).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Seconds this process may spend on trials (default: tune.timeout).")
+@click.option("--storage", default=None, metavar="URL",
+              help="Optuna storage shared by several processes or machines, e.g. "
+                   "postgresql://user@host/db (default: sqlite file runs/NAME/tune/study.db).")
+@click.option("--study", "study_name", default=None, help="Study name (default: the pipeline's name).")
+@click.option("--no-final", is_flag=True, help="Do not re-run the best setting on the reported split.")
+@click.option("--report-only", is_flag=True, help="Only rewrite the tables, plots and best.yaml.")
+@click.option("--dry-run", is_flag=True, help="Check the tune section and print the space; train nothing.")
+def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_final, report_only, dry_run) -> None:
+    """Search the pipeline's `tune.space` with Optuna for a prior setting that pays off.
+
+    Trials train on tune.fraction of data.train minus a validation slice, are scored on
+    that slice after every epoch (bad ones are pruned) and compared with a cached no-prior
+    baseline of the same seeds. The study is stored in runs/NAME/tune/study.db: run the
+    command again to resume it (also after kill -9), or in several shells at once.
+    When the budget is reached, the best setting is written to runs/NAME/tune/best.yaml
+    and re-run with tune.final.seeds against no prior on the reported split.
+    """
+    cfg = _load(pipeline, overrides)
+    _quiet_transformers()
+    from ..tune import prepare, report, study as st
+
+    ctx = prepare(cfg, cfg.raw, log=click.echo)
+    if dry_run:
+        click.echo(f"tune {cfg.name}: {len(ctx.dims)} parameter(s); trials on {cfg.tune.fraction:g} of "
+                   f"{len(ctx.splits['train'])} training examples, scored on a validation slice of "
+                   f"{len(ctx.splits['eval'])}; seeds {cfg.tune.seeds}; pruner {cfg.tune.pruner.type}")
+        for dim in ctx.dims:
+            when = f"  when {dim.space.when}" if dim.space.when else ""
+            what = (f"one of {list(dim.labels)}" if dim.categorical else
+                    f"[{dim.space.low:g}, {dim.space.high:g}]" + (" log" if dim.space.log else ""))
+            click.echo(f"  {dim.path}: {what}{when}")
+        click.echo(f"study storage: {storage or ctx.root / st.STUDY_FILE}")
+        return
+    try:
+        if report_only:
+            study = st.open_study(cfg, ctx.root, storage, study_name, create=False)
+        else:
+            study = st.run_study(ctx, storage=storage, study_name=study_name, trials=trials, timeout=timeout)
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished trials are kept in the study; run the same command to resume", err=True)
+        raise SystemExit(130) from None
+    files = {**report.write_trials(study, ctx.root, ctx.metric), **report.write_plots(study, ctx.root)}
+    imp = report.importances(study)
+    if imp:
+        click.echo("parameter importances: " + ", ".join(f"{k} {v:.2f}" for k, v in imp.items()))
+    done, target = st.finished_count(study), trials or cfg.tune.trials
+    from optuna.trial import TrialState
+
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        click.echo("no complete trial yet: no best setting to write")
+    else:
+        best_path, raw = report.write_best(ctx, study)
+        files["best"] = best_path
+        best = study.best_trial
+        click.echo(f"best: trial {best.number}, validation {ctx.metric} {best.value:.4f} "
+                   f"({best.user_attrs.get('delta', float('nan')):+.4f} vs no prior): {best.params}")
+        if cfg.tune.final.enabled and not no_final and done >= target:
+            with st.file_lock(ctx.root / "final.lock", wait=False) as mine:
+                if not mine:
+                    click.echo("another process is running the final comparison; not starting it twice")
+                else:
+                    try:
+                        if report_only:
+                            from ..pipeline.config import config_from_dict
+
+                            final_cfg, cells, ffiles = report.write_final(
+                                ctx, config_from_dict(raw, source=str(best_path)), click.echo, train=False)
+                        else:
+                            final_cfg, cells, ffiles = report.run_final(ctx, raw, click.echo)
+                    except KeyboardInterrupt:
+                        click.echo("interrupted: finished final runs are kept; run again to resume", err=True)
+                        raise SystemExit(130) from None
+                    files.update(ffiles)
+                    from ..pipeline import sweep as sw
+
+                    sw.print_table(final_cfg, cells)
+        elif done < target:
+            click.echo(f"{done}/{target} trials finished: the final comparison runs once the budget is reached")
+    for kind, path in files.items():
         click.echo(f"{kind}: {path}")

@@ -93,13 +93,15 @@ class DataConfig:
 class AttentionConfig:
     #: layer indices, or "all".
     layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
-    mode: Literal["multiply", "bias", "gate"] = "multiply"
+    mode: Literal["multiply", "bias", "gate", "learned_bias", "supervise"] = "multiply"
     #: head indices that get the prior; null = all heads.
     heads: list[int] | None = None
-    #: extra keyword arguments of the mode (e.g. bias: lam, eps; gate: init).
+    #: extra keyword arguments of the mode (bias: lam, eps; gate: init;
+    #: learned_bias: init, eps; supervise: weight, power).
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: gate mode: the gates' own learning rate (null: train.learning_rate).  A gate
-    #: next to pretrained weights tuned at 5e-5 barely moves at that rate.
+    #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
+    #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
+    #: moves at that rate.
     learning_rate: float | None = None
 
 
@@ -119,6 +121,9 @@ class PriorConfig:
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
     attention: AttentionConfig = dataclasses.field(default_factory=AttentionConfig)
+    #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
+    #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
+    train: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -181,6 +186,85 @@ class SweepConfig:
 
 
 @dataclasses.dataclass
+class ParamSpace:
+    """One dimension of a ``tune.space``: a categorical ``choice`` or a numeric range."""
+
+    #: a list of values, or a mapping label -> value; a mapping value applied to a
+    #: section is merged into it (e.g. ``prior: {choice: {combo: {provider: combine, ...}}}``).
+    choice: Any = None
+    #: numeric range [low, high] (both given, low < high).
+    low: float | None = None
+    high: float | None = None
+    #: sample on a log scale (low > 0).
+    log: bool = False
+    #: whole numbers only.
+    integer: bool = False
+    #: grid step of the range (null: continuous).
+    step: float | None = None
+    #: sample only when each named parameter took one of the given values, e.g.
+    #: ``{prior.attention.mode: [bias, learned_bias]}``; otherwise the field keeps its value.
+    when: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class ValidationConfig:
+    #: examples held out of data.train to score trials: a count (>= 1) or a share (< 1).
+    size: float = 0.15
+    #: the hold-out is drawn with this seed (the same for every trial and the baseline).
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class PrunerConfig:
+    #: "median": stop a trial whose validation score after an epoch is below the median of
+    #: earlier trials at that epoch; "hyperband": successive halving over epochs;
+    #: "threshold": stop a trial whose score leaves [lower, upper]; "none".
+    type: Literal["median", "hyperband", "threshold", "none"] = "median"
+    #: median: trials that run to the end before any is pruned.
+    startup_trials: int = 4
+    #: median, threshold: epochs every trial runs before it can be pruned.
+    warmup_epochs: int = 1
+    #: threshold: the score range a trial must stay in (null: open).
+    lower: float | None = None
+    upper: float | None = None
+
+
+@dataclasses.dataclass
+class FinalConfig:
+    #: re-run the best setting against the comparison settings once the study is done.
+    enabled: bool = True
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
+    #: training fractions of the final runs (null: tune.fraction).
+    fractions: list[float] | None = None
+    #: the settings the best one is compared with (sweep.priors form); null: no prior
+    #: and the file's ``prior`` (when it has one).
+    compare: dict[str, Any] | None = None
+    #: the split the final table reports ("eval" or "test"); never the validation slice.
+    split: Literal["eval", "test"] = "eval"
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    #: finished (complete or pruned) trials the study should hold; a resumed or
+    #: parallel run stops when the study has this many.
+    trials: int = 20
+    #: seconds one ``priorkit tune`` process may spend on trials (null: no limit).
+    timeout: float | None = None
+    #: training fraction of every trial (of data.train minus the validation slice).
+    fraction: float = 0.1
+    #: seeds of every trial; the objective is the mean validation score over them and each
+    #: is compared with the no-prior baseline of the same seed.
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+    validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
+    sampler: Literal["tpe", "random"] = "tpe"
+    sampler_seed: int = 0
+    pruner: PrunerConfig = dataclasses.field(default_factory=PrunerConfig)
+    #: dotted field -> ParamSpace, sampled in file order (a ``when`` refers to earlier ones).
+    space: dict[str, ParamSpace] = dataclasses.field(default_factory=dict)
+    final: FinalConfig = dataclasses.field(default_factory=FinalConfig)
+
+
+@dataclasses.dataclass
 class PipelineConfig:
     name: str
     description: str = ""
@@ -195,11 +279,15 @@ class PipelineConfig:
     #: which splits the evaluate step scores (null: every configured one of eval and test).
     evaluate: list[Literal["eval", "test"]] | None = None
     sweep: SweepConfig = dataclasses.field(default_factory=SweepConfig)
+    #: ``priorkit tune``: search space, budget, pruning (docs/tune.md); null: no study.
+    tune: TuneConfig | None = None
 
     # set by the loader (not part of the YAML)
     source: str = dataclasses.field(default="<dict>", compare=False, repr=False, metadata={"internal": True})
     locations: dict = dataclasses.field(default_factory=dict, compare=False, repr=False,
                                         metadata={"internal": True})
+    #: the mapping as written (overrides applied, defaults not filled in)
+    raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, metadata={"internal": True})
 
     # ---- helpers ------------------------------------------------------
     @property
@@ -211,6 +299,7 @@ class PipelineConfig:
         d = dataclasses.asdict(self)
         d.pop("source", None)
         d.pop("locations", None)
+        d.pop("raw", None)
         return d
 
     def to_yaml(self) -> str:
@@ -224,9 +313,10 @@ class PipelineConfig:
         """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
         return resolve_sweep_priors(self)
 
-    def for_fraction(self, fraction: float) -> "PipelineConfig":
-        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied."""
-        update = _per_fraction_entry(self, fraction)
+    def for_fraction(self, fraction: float, prior: "PriorConfig | None" = None) -> "PipelineConfig":
+        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied,
+        then the prior setting's own ``train`` fields."""
+        update = {**_per_fraction_entry(self, fraction), **(prior.train if prior is not None else {})}
         if not update:
             return self
         train = _convert({**dataclasses.asdict(self.train), **update}, TrainConfig, ("train",),
@@ -276,6 +366,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "<dict>", locations: 
     cfg = _convert(raw, PipelineConfig, (), locations, source)
     cfg.source = source
     cfg.locations = locations
+    cfg.raw = copy.deepcopy(raw)
     _check(cfg)
     return cfg
 
@@ -624,17 +715,26 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
                     f"expected non-negative layer indices or 'all', got {layers!r}")
+    if p.train:
+        if "fraction" in p.train or "seed" in p.train:
+            raise _fail(path + ("train",), loc, src, "fraction and seed are set by the run or sweep, not per prior")
+        _convert({**dataclasses.asdict(cfg.train), **p.train}, TrainConfig, path + ("train",), loc, src)
     lr = p.attention.learning_rate
-    if lr is not None and (p.attention.mode != "gate" or lr <= 0):
+    if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
         raise _fail(path + ("attention", "learning_rate"), loc, src,
-                    "is the gate's own learning rate: give a positive number with mode: gate"
-                    f" (got {lr!r} with mode: {p.attention.mode})")
+                    "is the learnable prior parameters' own learning rate: give a positive number with "
+                    f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
+
+
+#: mappings a sweep entry replaces whole instead of merging: a provider's params, a mode's
+#: options and a setting's train fields belong together
+_REPLACED = ("params", "options", "train")
 
 
 def _deep_merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in update.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "params":
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in _REPLACED:
             out[k] = _deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)

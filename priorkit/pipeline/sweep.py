@@ -66,6 +66,17 @@ class Cell:
         return float(np.std(d, ddof=1)) if len(d) > 1 else 0.0
 
     @property
+    def delta_ci95(self) -> tuple[float, float] | None:
+        """95% confidence interval of the mean paired difference (Student's t over seeds)."""
+        if not self.baseline or len(self.baseline) != len(self.values) or len(self.values) < 2:
+            return None
+        from scipy import stats
+
+        d = np.asarray(self.values) - np.asarray(self.baseline)
+        half = float(stats.t.ppf(0.975, len(d) - 1) * np.std(d, ddof=1) / math.sqrt(len(d)))
+        return float(d.mean()) - half, float(d.mean()) + half
+
+    @property
     def wins(self) -> int | None:
         if not self.baseline or len(self.baseline) != len(self.values):
             return None
@@ -83,7 +94,7 @@ class SweepResult:
 def grid(cfg: PipelineConfig) -> list[RunSpec]:
     """All runs of the sweep, fraction-major so early results are comparable across settings."""
     settings = cfg.prior_settings()
-    return [RunSpec(cfg.for_fraction(fraction), name, prior, fraction, seed)
+    return [RunSpec(cfg.for_fraction(fraction, prior), name, prior, fraction, seed)
             for fraction in cfg.sweep.fractions
             for seed in cfg.sweep.seeds
             for name, prior in settings.items()]
@@ -199,13 +210,16 @@ def table_rows(cfg: PipelineConfig, cells: Sequence[Cell]) -> list[list[str]]:
             f"{c.fraction:g}", c.prior, str(c.n),
             f"{_fmt(c.mean, scale=scale)} ± {_fmt(c.std, scale=scale)}",
             "" if c.delta is None else f"{_fmt(c.delta, True, scale)} ± {_fmt(c.delta_std, scale=scale)}",
+            "" if c.delta_ci95 is None else
+            f"[{_fmt(c.delta_ci95[0], True, scale)}, {_fmt(c.delta_ci95[1], True, scale)}]",
             "" if c.wins is None else f"{c.wins}/{c.n}",
             " ".join(_fmt(v, scale=scale) for v in c.values),
         ])
     return rows
 
 
-TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "wins", "per seed"]
+TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ", "wins",
+                "per seed"]
 
 
 def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
@@ -214,8 +228,8 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
         f"# {cfg.name}: {cfg.task.metric}{unit} on the {cfg.sweep.split} split",
         "",
         f"Baseline: `{cfg.sweep.baseline}`. Std is the sample standard deviation over seeds; Δ is the "
-        "difference of means, its ± the spread of the per-seed (paired) differences; wins counts seeds "
-        "where the setting beat the baseline.",
+        "difference of means, its ± the spread of the per-seed (paired) differences and its 95% CI "
+        "Student's t over the paired differences; wins counts seeds where the setting beat the baseline.",
         "",
         "| " + " | ".join(TABLE_HEADER) + " |",
         "|" + "|".join("---" for _ in TABLE_HEADER) + "|",

@@ -98,6 +98,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     d = dataclasses.asdict(prior)
     d.pop("name", None)
     d.pop("cache", None)
+    if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
+        d.pop("train", None)
     return d
 
 
@@ -113,7 +115,7 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
                 f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
             )
         prior, name = settings[prior_name], prior_name
-    return RunSpec(cfg.for_fraction(cfg.train.fraction), name, prior, cfg.train.fraction, cfg.train.seed)
+    return RunSpec(cfg.for_fraction(cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
 
 
 # ---------------------------------------------------------------------------
@@ -282,10 +284,17 @@ def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> lis
 
 
 def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, device: str,
-                 train_rows: Sequence[dict] | None = None):
-    """A ``Trainer`` configured from the pipeline's ``train`` section."""
+                 train_rows: Sequence[dict] | None = None, eval_rows: Sequence[dict] | None = None,
+                 compute_metrics: Any = None):
+    """A ``Trainer`` configured from the pipeline's ``train`` section.
+
+    ``eval_rows`` (with ``compute_metrics``): scored after every epoch, the scores going to
+    the callbacks' ``on_evaluate`` (``priorkit tune`` prunes on them).
+    """
     from transformers import Trainer, TrainingArguments
     from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from ..attention import supervision_loss
 
     tc = spec.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
@@ -307,7 +316,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
         save_total_limit=1,  # the newest checkpoint is all a resume needs
         logging_strategy="steps",
         logging_steps=tc.logging_steps,
-        eval_strategy="no",
+        eval_strategy="epoch" if eval_rows else "no",
         report_to="none",
         remove_unused_columns=False,  # the raw text must reach PriorCollator
         disable_tqdm=not tc.progress,
@@ -321,7 +330,16 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     gate_lr = spec.prior.attention.learning_rate if spec.prior is not None else None
 
     class PriorTrainer(Trainer):
-        """Length-grouped batches from token counts (the rows hold raw text, not ids)."""
+        """Length-grouped batches from token counts (the rows hold raw text, not ids); the
+        ``supervise`` mode's auxiliary loss added to the task loss."""
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
+                                                 num_items_in_batch=num_items_in_batch)
+            extra = supervision_loss(model)
+            if extra is not None:
+                loss = loss + extra.to(loss.dtype)
+            return (loss, outputs) if return_outputs else loss
 
         def create_optimizer(self, model=None):
             optimizer = super().create_optimizer(model)
@@ -341,20 +359,21 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
 
     dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
     return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
-                        processing_class=tokenizer)
+                        processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
+                        compute_metrics=compute_metrics)
 
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
-    """Move the prior gates into their own parameter group (learning rate ``lr``, no
-    weight decay, which would pull them towards 0 = the stock model).  Call before the
-    first step and before the scheduler is made: the scheduler scales every group's
-    rate by the same factor.  Returns how many gate tensors moved."""
-    from ..attention.dispatch import GATE_PARAM
+    """Move the learnable prior parameters (gates, strengths) into their own parameter
+    group (learning rate ``lr``, no weight decay, which would pull them towards 0).  Call
+    before the first step and before the scheduler is made: the scheduler scales every
+    group's rate by the same factor.  Returns how many tensors moved."""
+    from ..attention import prior_parameters
 
-    gates = {id(p) for n, p in model.named_parameters() if n.endswith(GATE_PARAM) and p.requires_grad}
+    gates = {id(p) for _, p in prior_parameters(model) if p.requires_grad}
     if not gates:
-        raise PriorkitError("attention.learning_rate is set but the model has no prior gate "
-                            "parameters: enable the prior with mode: gate")
+        raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
+                            "parameters: enable the prior with mode: gate or learned_bias")
     moved = []
     for group in optimizer.param_groups:
         moved += [p for p in group["params"] if id(p) in gates]
@@ -381,12 +400,14 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 
 
 def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
-              callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+              callbacks: Sequence[Any] = (), eval_each_epoch: str | None = None) -> dict[str, Any]:
     """Fine-tune one run and save ``model/``; returns a training summary.
 
     Resumes from the newest checkpoint in ``checkpoints/`` when there is one
     (the caller checked it belongs to this run's train key).  ``callbacks`` are
     extra ``transformers.TrainerCallback`` objects (early stopping, logging).
+    ``eval_each_epoch``: a split of ``splits`` scored after every epoch; the scores
+    reach the callbacks' ``on_evaluate`` as ``eval_<metric>``.
     """
     from transformers import AutoTokenizer, set_seed
 
@@ -404,7 +425,15 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
     enable_prior(model, spec.prior)
     builder = make_builder(cfg, spec.prior, tokenizer)
     collator = make_collator(cfg, tokenizer, builder)
-    trainer = make_trainer(spec, model, tokenizer, collator, device, rows)
+    eval_rows = compute_metrics = None
+    if eval_each_epoch is not None:
+        scored = splits[eval_each_epoch].examples
+        eval_rows = [task.encode(e) for e in scored]
+
+        def compute_metrics(pred: Any) -> dict[str, float]:
+            return task.score(pred.predictions, pred.label_ids, scored)
+
+    trainer = make_trainer(spec, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
     for callback in callbacks:
         trainer.add_callback(callback)
 
