@@ -30,11 +30,9 @@ def cli(ctx: click.Context, plugins_dir: tuple[str, ...]) -> None:
     """Knowledge priors for transformer attention."""
     ctx.ensure_object(dict)
     if plugins_dir:
-        # Make the folder visible to every later get_plugin_manager() call.
-        existing = os.environ.get("PRIORKIT_PLUGINS_DIR")
-        os.environ["PRIORKIT_PLUGINS_DIR"] = os.pathsep.join(
-            [*plugins_dir, *([existing] if existing else [])]
-        )
+        from .plugins import add_plugin_dirs
+
+        add_plugin_dirs(plugins_dir)  # visible to every later get_plugin_manager() call
 
 
 def _install_commands() -> None:
@@ -48,15 +46,35 @@ def _install_commands() -> None:
         module.add_commands(cli)
 
 
-def _install_plugin_commands() -> None:
-    from .plugins import get_plugin_manager
+def _install_plugin_commands(argv: list[str]) -> None:
+    """Before parsing: load plug-ins (those of ``--plugins-dir`` too) so their commands exist."""
+    from .plugins import add_plugin_dirs, get_plugin_manager
 
-    get_plugin_manager().pm.hook.register_commands(cli=cli)
+    add_plugin_dirs(_plugins_dirs_in(argv))
+    get_plugin_manager().install_commands(cli)
+
+
+def _plugins_dirs_in(argv: list[str]) -> list[str]:
+    """The ``--plugins-dir`` values given before the sub-command (as Click will parse them)."""
+    out, k = [], 0
+    while k < len(argv):
+        arg = argv[k]
+        if arg == "--plugins-dir" and k + 1 < len(argv):
+            out.append(argv[k + 1])
+            k += 2
+            continue
+        if arg.startswith("--plugins-dir="):
+            out.append(arg.split("=", 1)[1])
+        elif not arg.startswith("-"):
+            break  # the sub-command: later options are its own
+        k += 1
+    return [d for d in out if os.path.isdir(d)]  # Click reports a missing folder itself
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        _install_plugin_commands()
+        _install_plugin_commands(argv)
         cli.main(args=argv, prog_name="priorkit", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

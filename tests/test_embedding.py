@@ -1,6 +1,7 @@
 """The embedding provider: the real MiniLM and the real GloVe 6B 50d vectors."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 
 import numpy as np
@@ -71,23 +72,30 @@ def test_minilm_related_above_unrelated(minilm):
     assert sim[0, 0] > sim[0, 2] and sim[1, 1] > sim[1, 2]
 
 
-def test_minilm_caches_words_and_batches_consistently(minilm):
-    calls = []
-    original = minilm.encode
+@contextlib.contextmanager
+def counting_encode(provider):
+    """Record every batch of texts the provider's encoder is given."""
+    calls: list[list[str]] = []
+    original = provider.encode
 
     def counting(texts):
         calls.append(list(texts))
         return original(texts)
 
-    minilm.encode = counting
+    provider.encode = counting
     try:
+        yield calls
+    finally:
+        provider.encode = original
+
+
+def test_minilm_caches_words_and_batches_consistently(minilm):
+    with counting_encode(minilm) as calls:
         fresh = ["zebra", "giraffe", "savanna"]
         a = minilm.similarity(fresh, ["lion"])
         b = minilm.similarity(["lion"], fresh)
         assert calls == [["zebra", "giraffe", "savanna", "lion"]]   # one batch, then cache hits
         np.testing.assert_array_equal(a[:, 0], b[0])                 # symmetric
-    finally:
-        minilm.encode = original
     small = priorkit.get_provider("embedding", device="cpu", batch_size=2)
     small.model = minilm.model          # same weights, different batching
     small._loaded = True
@@ -151,11 +159,11 @@ def test_text_formats_and_their_index(tmp_path, glove_raw, name, header):
     want = np.array([[max(_cos(rounded[a], rounded[b]), 0) for b in words] for a in words])
     np.fill_diagonal(want, 1.0)
     np.testing.assert_allclose(got, want, atol=1e-5)
-    built = list((cache / "vectors").glob("*/vectors.npy"))
+    built = list((cache / "vectors").glob("*/vectors.npz"))
     assert len(built) == 1
     again = priorkit.get_provider("embedding", vectors=str(path), cache_dir=str(cache))
     np.testing.assert_array_equal(again.similarity(words, words), got)
-    assert built[0].stat().st_mtime_ns == list((cache / "vectors").glob("*/vectors.npy"))[0].stat().st_mtime_ns
+    assert built[0].stat().st_mtime_ns == list((cache / "vectors").glob("*/vectors.npz"))[0].stat().st_mtime_ns
 
 
 def test_malformed_vector_files_name_the_line(tmp_path):
@@ -180,3 +188,39 @@ def test_npy_with_a_vocabulary_that_does_not_match(tmp_path, glove_raw):
     (tmp_path / "vecs.txt").write_text("\n".join(words[:10]) + "\n")
     sim = priorkit.get_provider("embedding", vectors=str(tmp_path / "vecs.npy")).similarity(["the"], ["of"])
     assert sim[0, 0] == pytest.approx(max(_cos(matrix[0], matrix[3]), 0), abs=1e-6)
+
+
+# ---- the batched pair path (issues 11 and 13) ------------------------------------------
+PAIR_WORDS = ["dog", "cat", "car", "heart attack", "democracy", "dog", "heart_attack", "zebra"]
+
+
+def _pairs(words):
+    left = [a for a in words for _ in words]
+    right = [b for _ in words for b in words]
+    return left, right
+
+
+def test_minilm_pair_path_is_one_batch_and_equals_the_matrix_path(minilm):
+    fresh = ["okapi", "tapir", "capybara", "wombat"]
+    left, right = _pairs([*fresh, "dog", "cat"])
+    with counting_encode(minilm) as calls:
+        got = minilm.pair_similarity(left, right)
+    assert len(calls) == 1 and set(fresh) <= set(calls[0])  # the new words, once each, in one batch
+    assert len(calls[0]) == len(set(calls[0]))
+    want = np.array([minilm.similarity([a], [b])[0, 0] for a, b in zip(left, right)])
+    assert np.abs(got - want).max() <= 1e-7
+    left, right = _pairs(PAIR_WORDS)
+    got = minilm.pair_similarity(left, right)
+    np.testing.assert_allclose(got, minilm.similarity(PAIR_WORDS, PAIR_WORDS).ravel(), rtol=0, atol=1e-7)
+    assert got[left.index("dog")] == 1.0
+
+
+def test_glove_pair_path_equals_the_matrix_path():
+    p = priorkit.get_provider("embedding", vectors="glove")
+    words = [*PAIR_WORDS, "qwzxv-not-a-word", "new york"]
+    left, right = _pairs(words)
+    got = p.pair_similarity(left, right)
+    want = p.similarity(words, words).ravel()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    known = ~np.isnan(want)
+    assert np.isnan(want).sum() > 0 and np.abs(got[known] - want[known]).max() <= 1e-7

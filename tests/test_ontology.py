@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import priorkit
 from priorkit.errors import DataFormatError, ResourceError
 from priorkit.resources import resource_path
-from priorkit_plugins._ontology_model import OntologyFormatWarning
+from priorkit_plugins.ontology.model import OntologyFormatWarning
 from priorkit_plugins.ontology import Mention, OntologyProvider
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ontology"
@@ -464,13 +464,112 @@ def test_roots_keep_one_branch():
 def test_cache_round_trip_and_broken_cache_file(tmp_path):
     first = provider(FIXTURES / "mini.obo", cache=str(tmp_path))
     first.ensure_loaded()
-    files = list(tmp_path.glob("*.pkl"))
-    assert len(files) == 1 and not first.loaded_from_cache
+    folders = [p.parent for p in (tmp_path / "ontology").glob("*/index.json")]
+    assert len(folders) == 1 and not first.loaded_from_cache
+    assert sorted(f.name for f in folders[0].iterdir()) == ["arrays.npz", "data.json", "index.json"]
     second = provider(FIXTURES / "mini.obo", cache=str(tmp_path))
-    words = ["tachycardia", "cor pulmonale", "pneumonia"]
+    words = ["tachycardia", "cor pulmonale", "pneumonia", "heart attacks", "MI", "banana"]
     np.testing.assert_array_equal(second.similarity(words, words), first.similarity(words, words))
     assert second.loaded_from_cache
-    files[0].write_bytes(b"not a pickle")
+    assert second.recognise("a heart attack and MI".split()) == first.recognise("a heart attack and MI".split())
+    assert second.ontology.ids == first.ontology.ids and second.ontology.synonyms == first.ontology.synonyms
+    (folders[0] / "data.json").write_bytes(b"not json")
     third = provider(FIXTURES / "mini.obo", cache=str(tmp_path))
     np.testing.assert_array_equal(third.similarity(words, words), first.similarity(words, words))
     assert not third.loaded_from_cache
+
+
+class _Planted:
+    """Unpickling this creates the marker file: proof that a pickle was loaded."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_planted_pickle_in_the_index_folder_never_runs(tmp_path):
+    """A pickle planted where the index lives (old and new file names) is never unpickled:
+    the index is rebuilt from the ontology file, and the values are right."""
+    import pickle
+
+    marker = tmp_path / "PLANTED-CODE-RAN"
+    payload = pickle.dumps(_Planted(marker))
+    ref = provider(FIXTURES / "mini.obo", cache=False)
+    words = ["tachycardia", "cor pulmonale", "pneumonia"]
+    want = ref.similarity(words, words)
+
+    cache = tmp_path / "cache"
+    first = provider(FIXTURES / "mini.obo", cache=str(cache))
+    first.ensure_loaded()
+    folder = next((cache / "ontology").glob("*/index.json")).parent
+    for name in ("arrays.npz", "data.json"):
+        (folder / name).write_bytes(payload)
+    (cache / "ontology" / f"{first._index_key()[:24]}.pkl").write_bytes(payload)  # the old layout's name
+    again = provider(FIXTURES / "mini.obo", cache=str(cache))
+    np.testing.assert_array_equal(again.similarity(words, words), want)
+    assert not again.loaded_from_cache  # refused, rebuilt
+    assert not marker.exists()
+
+
+def test_index_in_a_world_writable_folder_is_not_read(tmp_path):
+    import os
+
+    from priorkit.resources import SharedFolderWarning
+
+    cache = tmp_path / "cache"
+    provider(FIXTURES / "mini.obo", cache=str(cache)).ensure_loaded()
+    os.chmod(cache / "ontology", 0o777)
+    with pytest.warns(SharedFolderWarning, match=r"chmod go-w .*ontology"):
+        again = provider(FIXTURES / "mini.obo", cache=str(cache))
+        again.ensure_loaded()
+    assert not again.loaded_from_cache
+
+
+# ---- the vectorised pair path (issue 13) -----------------------------------------------
+def _reference_pairs(p: OntologyProvider, left, right) -> np.ndarray:
+    """The slow path it replaced: pairs grouped by left phrase, one ``compute`` per group."""
+    from priorkit.provider import PriorProvider
+
+    return PriorProvider.compute_pairs(p, left, right)
+
+
+def test_pair_path_equals_the_matrix_path_on_bc5cdr(hpo):
+    """Every word pair of the full-layout prior of 150 BC5CDR sentences: the vectorised
+    compute_pairs gives exactly what pair-by-pair compute gives (NaN in the same places)."""
+    from priorkit.align import strip_key
+    from priorkit.datasets import read_conll
+
+    root = Path(__file__).resolve().parent.parent
+    left, right = [], []
+    for sent in read_conll(root / "data" / "bc5cdr" / "devel.tsv", limit=150):
+        keys = [strip_key(w) for w in sent.words]
+        phrases = list(dict.fromkeys(" ".join(keys[s:e]) for s, e in hpo.segment(keys)))
+        left += [a for a in phrases for _ in phrases]
+        right += [b for _ in phrases for b in phrases]
+    pairs = list(dict.fromkeys(zip(left, right)))
+    left, right = [a for a, _ in pairs], [b for _, b in pairs]
+    fresh = priorkit.get_provider("ontology", cache=False)  # same index, its own (empty) memo
+    fresh._index = hpo.index
+    fresh._loaded = True
+    fast = fresh.compute_pairs(left, right).astype(np.float32)
+    slow = _reference_pairs(hpo, left, right)
+    known = ~np.isnan(slow)
+    assert known.sum() >= 100 and (~known).sum() >= 1000  # both kinds are exercised
+    np.testing.assert_array_equal(np.isnan(fast), ~known)
+    assert np.abs(fast[known] - slow[known]).max() == 0.0
+    np.testing.assert_array_equal(hpo.pair_similarity(left, right), slow)
+
+
+@pytest.mark.parametrize("measure", MEASURES)
+def test_pair_path_equals_matrix_path_every_measure(measure):
+    p = provider(FIXTURES / "mini.obo", measure=measure)
+    words = ["tachycardia", "cor pulmonale", "pneumonia", "heart attacks", "MI", "banana", "",
+             "Tachycardia", "lung disease"]
+    left = [a for a in words for _ in words]
+    right = [b for _ in words for b in words]
+    full = p.similarity(words, words).ravel()
+    got = p.pair_similarity(left, right)
+    np.testing.assert_array_equal(got, full)
+    np.testing.assert_array_equal(got, _reference_pairs(p, left, right).astype(np.float32))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -90,28 +92,39 @@ def test_load_plugins_env_restricts_installed_plugins(monkeypatch):
     assert PriorkitPluginManager().plugins() == []
 
 
-def test_hook_typo_is_an_error(tmp_path):
+def test_hook_typo_is_a_broken_plugin(tmp_path):
     write_plugin(tmp_path, "typo", """
         import priorkit
         @priorkit.hookimpl
         def register_prior_provider(register):   # missing "s"
             pass
     """)
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    (typo,) = pm.broken()
+    assert typo.name == "typo" and re.search(r"register_prior_provider\b.*register_prior_providers", typo.error)
+    assert pm.get_provider("lengths").similarity(["ab"], ["ab"])[0, 0] == 1.0  # the others work
     with pytest.raises(PluginError, match=r"typo.*register_prior_providers"):
-        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False, strict=True)
 
 
 def test_import_error_names_the_file(tmp_path):
     path = write_plugin(tmp_path, "broken", "import does_not_exist_anywhere\n")
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    (info,) = pm.plugins()
+    assert info.name == "broken" and str(path) in info.error and "does_not_exist_anywhere" in info.error
     with pytest.raises(PluginError, match=str(path)):
-        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False, strict=True)
 
 
 def test_duplicate_provider_names_both_plugins(tmp_path):
     write_plugin(tmp_path, "first", GOOD)
     write_plugin(tmp_path, "second", GOOD)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
     with pytest.raises(PluginError, match=r"'lengths'.*'first'.*'second'"):
-        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+        pm.get_provider("lengths")
+    with pytest.raises(PluginError, match=r"'lengths'.*'first'.*'second'"):
+        PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False, strict=True)
 
 
 def test_unknown_provider_lists_available():
@@ -236,8 +249,10 @@ def test_every_package_is_listed_in_pyproject():
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "priorkit").rglob("__init__.py")}
+    found |= {".".join(("priorkit_plugins", *p.parent.relative_to(ROOT / "plugins").parts))
+              for p in (ROOT / "plugins").rglob("__init__.py")}
     assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
-    assert "priorkit_plugins" in listed
+    assert "priorkit_plugins" in listed and "priorkit_plugins.ontology.readers" in listed
 
 
 def test_pair_similarity_default_and_validation(tmp_path):
@@ -265,3 +280,139 @@ def test_pair_similarity_default_and_validation(tmp_path):
         p.pair_similarity(["a"], ["b", "c"])
     with pytest.raises(ProviderOutputError, match=r"'badpairs'.*word pairs"):
         pm.get_provider("badpairs").pair_similarity(["a", "b"], ["c", "d"])
+
+
+# ---- broken plug-ins, plug-in folders, code in the fingerprint (issues 11 and 14) --------
+MARKER_PLUGIN = """
+import pathlib
+pathlib.Path({marker!r}).write_text("plug-in code ran")
+""" + GOOD
+
+COMMAND_PLUGIN = """
+import click
+import priorkit
+
+@priorkit.hookimpl
+def register_commands(cli):
+    @cli.command("hello")
+    @click.argument("who")
+    def hello(who):
+        click.echo(f"hello {who} from a folder plug-in")
+"""
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The real `priorkit` command line in a fresh process."""
+    full = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    full.pop("PRIORKIT_PLUGINS_DIR", None)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "priorkit", *args], capture_output=True, text=True,
+                          env=full, timeout=300)
+
+
+def test_plugins_dir_option_and_env_register_commands_alike(tmp_path):
+    write_plugin(tmp_path, "greeter", COMMAND_PLUGIN)
+    by_option = run_cli("--plugins-dir", str(tmp_path), "hello", "Ada")
+    assert by_option.returncode == 0, by_option.stderr
+    assert by_option.stdout.strip() == "hello Ada from a folder plug-in"
+    by_env = run_cli("hello", "Ada", env={"PRIORKIT_PLUGINS_DIR": str(tmp_path)})
+    assert by_env.returncode == 0, by_env.stderr
+    assert by_env.stdout == by_option.stdout
+    assert run_cli("hello", "Ada").returncode != 0  # without the folder there is no such command
+
+
+def test_broken_plugin_is_listed_and_stops_nothing(tmp_path):
+    write_plugin(tmp_path, "broken", "import does_not_exist_anywhere\n")
+    write_plugin(tmp_path, "lengths_plugin", GOOD)
+    env = {"PRIORKIT_PLUGINS_DIR": str(tmp_path)}
+    version = run_cli("--version", env=env)
+    assert version.returncode == 0 and "version" in version.stdout, version.stderr
+    listed = run_cli("plugins", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    infos = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert "does_not_exist_anywhere" in infos["broken"]["error"] and infos["broken"]["providers"] == []
+    assert infos["lengths_plugin"]["error"] is None and BUILTIN <= set(infos)
+    table = run_cli("plugins", env=env)
+    assert table.returncode == 0 and "broken" in table.stdout and "1 plug-in(s) broken" in table.stderr
+    providers = run_cli("providers", "--json", env=env)
+    assert providers.returncode == 0 and "lengths" in {p["name"] for p in json.loads(providers.stdout)}
+    # asking for a provider of the broken plug-in names it and its import error
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    with pytest.raises(PluginError, match=r"'broken'.*broken.*ModuleNotFoundError.*does_not_exist_anywhere"):
+        pm.get_provider("broken")
+    with pytest.raises(UnknownProviderError, match=r"failed to load.*'broken'.*does_not_exist_anywhere"):
+        pm.get_provider("something_else")
+
+
+def test_broken_entry_point_plugin_is_listed(tmp_path, monkeypatch):
+    """A real installed distribution (a .dist-info on sys.path) whose entry point fails to import."""
+    dist = tmp_path / "brokenpk-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenpk\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[priorkit]\nbrokenpk = brokenpk_mod\n")
+    (tmp_path / "brokenpk_mod.py").write_text("raise RuntimeError('this plug-in is broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = PriorkitPluginManager()
+    info = {p.name: p for p in pm.plugins()}["brokenpk"]
+    assert "brokenpk 0.1" in info.source and "broken on purpose" in info.error
+    assert "PRIORKIT_LOAD_PLUGINS" in info.error
+    assert BUILTIN <= set(pm.providers)  # the built-ins still work
+    with pytest.raises(PluginError, match=r"'brokenpk'.*broken on purpose"):
+        pm.get_provider("brokenpk")
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_world_writable_plugin_folder_is_refused_and_its_code_never_runs(tmp_path, what):
+    folder = tmp_path / "shared_plugins"
+    marker = tmp_path / "PLUGIN-CODE-RAN"
+    path = write_plugin(folder, "planted", MARKER_PLUGIN.format(marker=str(marker)))
+    os.chmod(folder if what == "folder" else path, 0o777 if what == "folder" else 0o666)
+    from priorkit.resources import SharedFolderWarning
+
+    with pytest.warns(SharedFolderWarning, match="chmod go-w"):
+        pm = PriorkitPluginManager(plugins_dir=folder, load_entry_points=False)
+    assert not marker.exists()
+    (info,) = pm.plugins()
+    assert info.error.startswith("refused") and "writable by every account" in info.error
+    assert f"chmod go-w {folder if what == 'folder' else path}" in info.error
+    with pytest.raises(UnknownProviderError, match="refused"):
+        pm.get_provider("lengths")
+    # the CLI too: listed as refused, the code did not run, other commands work
+    listed = run_cli("plugins", "--json", env={"PRIORKIT_PLUGINS_DIR": str(folder)})
+    assert listed.returncode == 0, listed.stderr
+    assert "refused" in {p["name"]: p for p in json.loads(listed.stdout)}["planted"]["error"]
+    assert not marker.exists()
+    os.chmod(folder if what == "folder" else path, 0o755 if what == "folder" else 0o644)  # the fix
+    assert "lengths" in PriorkitPluginManager(plugins_dir=folder, load_entry_points=False).providers
+    assert marker.exists()  # now it was imported
+
+
+def test_sticky_world_writable_folder_is_refused_too(tmp_path):
+    """/tmp-like (1777): the sticky bit stops deletions, not new files planted by others."""
+    folder = tmp_path / "sticky"
+    marker = tmp_path / "RAN"
+    write_plugin(folder, "planted", MARKER_PLUGIN.format(marker=str(marker)))
+    os.chmod(folder, 0o1777)
+    with pytest.warns(UserWarning, match="sticky"):
+        pm = PriorkitPluginManager(plugins_dir=folder, load_entry_points=False)
+    assert not marker.exists() and pm.broken()
+
+
+def test_folder_plugin_fingerprint_follows_its_source(tmp_path):
+    path = write_plugin(tmp_path, "lengths_plugin", GOOD)
+    fp1 = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False).get_provider("lengths").fingerprint
+    fp1_again = PriorkitPluginManager(plugins_dir=tmp_path,
+                                      load_entry_points=False).get_provider("lengths").fingerprint
+    path.write_text(path.read_text().replace("* self.scale", "* self.scale * 1.0  # edited"))
+    fp2 = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False).get_provider("lengths").fingerprint
+    assert fp1 == fp1_again and fp2 != fp1
+    # a combination of it changes with it
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    from priorkit.checksums import data_sha256
+
+    assert pm.get_provider("lengths").code_checksum == data_sha256(path.read_bytes())
+
+
+def test_builtin_fingerprints_carry_no_code_checksum():
+    p = priorkit.get_provider("wordnet")
+    assert p.code_checksum == "" and p.fingerprint.startswith("wordnet-")

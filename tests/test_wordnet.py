@@ -451,13 +451,26 @@ def test_found_through_the_entry_point(providers):
 
 def test_index_is_persisted_and_reloads_identically(providers):
     from priorkit_plugins import wordnet as plugin
-    from priorkit_plugins._wordnet_index import WordNetIndex
+    from priorkit_plugins.wordnet.index import WordNetIndex
 
     idx = providers["path"].index
-    files = sorted(plugin.index_dir().glob("wordnet-*.npz"))
-    assert files, "the built index was not saved"
-    again = WordNetIndex.load(Path(idx.path) if idx.path.endswith(".npz") else files[-1], idx.checksum)
+    folders = sorted(p.parent for p in (plugin.index_dir() / "wordnet").glob("*/index.json"))
+    assert folders, "the built index was not saved"
+    folder = Path(idx.path) if Path(idx.path).parent.name == "wordnet" else folders[-1]
+    assert sorted(f.name for f in folder.iterdir()) == ["arrays.npz", "index.json", "strings.txt"]
+    again = WordNetIndex.load(folder, idx.checksum)
     assert again is not None and again.strings == idx.strings
     for k, v in idx.arrays.items():
         np.testing.assert_array_equal(again.arrays[k], v)
-    assert WordNetIndex.load(files[-1], "not-the-checksum") is None  # stale files are ignored
+    assert WordNetIndex.load(folder, "not-the-checksum") is None  # stale indexes are ignored
+
+
+def test_rebuilt_index_equals_the_saved_one(providers, tmp_path):
+    """The parse (build.py, split into steps) gives exactly the arrays of the saved index."""
+    from priorkit_plugins.wordnet.build import build
+
+    idx = providers["path"].index
+    fresh = build(providers["path"].location().wordnet, idx.checksum)
+    assert fresh.strings == idx.strings and sorted(fresh.arrays) == sorted(idx.arrays)
+    for k, v in idx.arrays.items():
+        np.testing.assert_array_equal(fresh.arrays[k], v, err_msg=k)

@@ -16,7 +16,7 @@ def add_commands(cli: click.Group) -> None:
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:
-    """List the loaded plug-ins: name, version, source, hooks, providers."""
+    """List the plug-ins: name, version, source, hooks, providers; broken ones with their error."""
     from dataclasses import asdict
 
     from ..plugins import list_plugins
@@ -26,14 +26,21 @@ def plugins_command(as_json: bool) -> None:
         click.echo(json.dumps([asdict(p) for p in infos], indent=2))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="priorkit plug-ins")
     for col in ("name", "version", "source", "hooks", "providers"):
         table.add_column(col)
     for p in infos:
-        table.add_row(p.name, p.version or "-", p.source, ", ".join(p.hooks), ", ".join(p.providers))
+        if p.error is None:
+            table.add_row(p.name, p.version or "-", p.source, ", ".join(p.hooks), ", ".join(p.providers))
+        else:
+            table.add_row(p.name, p.version or "-", p.source, "[red]broken[/red]", escape(p.error))
     Console().print(table)
+    broken = [p for p in infos if p.error is not None]
+    if broken:
+        click.echo(f"{len(broken)} plug-in(s) broken: see the providers column for why", err=True)
 
 
 @click.command("providers")

@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 from priorkit.errors import DataFormatError, ResourceError
 
-from ._ontology_model import OntologyBuilder, OntologyData, ProblemLog
+from ..model import OntologyBuilder, OntologyData, ProblemLog
 
 MRCONSO_COLUMNS = ("CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI", "SDUI",
                    "SAB", "TTY", "CODE", "STR", "SRL", "SUPPRESS", "CVF")

@@ -34,7 +34,7 @@ from priorkit.errors import PriorkitError
 from priorkit.provider import PriorProvider, validate_output
 from priorkit.words import PAPER_STOP_WORDS
 
-from . import _wordnet_files as wnfiles
+from . import files as wnfiles
 
 __version__ = "1.0"
 
@@ -55,32 +55,24 @@ _LOCK = threading.Lock()
 
 
 def index_dir() -> Path:
-    """Where built indexes are persisted: ``$PRIORKIT_WORDNET_INDEX_DIR``, else
-    ``$PRIORKIT_HOME/index/wordnet`` (always writable, unlike a shared NLTK data folder)."""
-    from priorkit.resources import priorkit_home
+    """Root of the saved indexes: ``$PRIORKIT_WORDNET_INDEX_DIR``, else
+    ``$PRIORKIT_HOME/index`` (always writable, unlike a shared NLTK data folder);
+    the WordNet index is the folder ``wordnet/<key>`` under it."""
+    from .. import _support
 
     env = os.environ.get("PRIORKIT_WORDNET_INDEX_DIR")
-    return Path(env).expanduser() if env else priorkit_home() / "index" / "wordnet"
+    return Path(env).expanduser() if env else _support.index_root()
 
 
 def get_index(files: wnfiles.FileSet, checksum: str):
     """The index of these WordNet files: from memory, from disk, or built (then saved)."""
-    from . import _wordnet_index as wnindex
+    from . import index as wnindex
 
     with _LOCK:
         idx = _INDEXES.get(checksum)
-        if idx is not None:
-            return idx
-        path = index_dir() / f"wordnet-{checksum[:20]}-f{wnindex.INDEX_FORMAT}.npz"
-        idx = wnindex.WordNetIndex.load(path, checksum) if path.exists() else None
         if idx is None:
-            idx = wnindex.build(files, checksum)
-            try:
-                idx.save(path)
-                idx.path = str(path)
-            except OSError:
-                pass  # a read-only home: keep the in-memory index, rebuild next time
-        _INDEXES[checksum] = idx
+            idx = wnindex.load_or_build(files, checksum, index_dir())
+            _INDEXES[checksum] = idx
         return idx
 
 
@@ -147,8 +139,8 @@ class WordNetProvider(PriorProvider):
         return ":".join(parts)
 
     def load(self) -> None:
-        from . import _wordnet_index as wnindex
-        from . import _wordnet_kernels as K
+        from . import index as wnindex
+        from . import kernels as K
 
         t0 = time.perf_counter()
         idx = get_index(self.location().wordnet, self._wordnet_checksum())

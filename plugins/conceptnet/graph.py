@@ -31,8 +31,8 @@ import scipy.sparse as sp
 
 from priorkit.errors import DataFormatError, PriorkitError
 
-from ._conceptnet_index import KNOWN_RELATIONS, EdgeIndex
-from ._conceptnet_lemma import lemmatize
+from .index import KNOWN_RELATIONS, EdgeIndex
+from .lemma import lemmatize
 
 #: relation weights used unless ``relation_weights=`` overrides them.  On the
 #: shipped graph uniform weights evaluated best (see the provider docs), so

@@ -15,13 +15,13 @@ The information-content (IC) file is looked up next to the WordNet folder
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import os
 import zipfile
 from pathlib import Path
 from typing import Iterator
 
+from priorkit.checksums import parts_sha256
 from priorkit.errors import ResourceError
 
 #: the files NLTK's WordNetCorpusReader reads for what we compute
@@ -252,20 +252,15 @@ def _stamp(files: FileSet, names) -> tuple:
 
 
 def checksum(files: FileSet, names: tuple[str, ...] | list[str]) -> str:
-    """sha256 over the named files (names and bytes), hex; remembered per process
-    while the files' sizes and modification times stay the same."""
+    """:func:`priorkit.checksums.parts_sha256` over the named files (names and bytes), hex;
+    remembered per process while the files' sizes and modification times stay the same."""
     try:
         key = _stamp(files, names)
     except OSError:
         key = None
     if key is not None and key in _CHECKSUMS:
         return _CHECKSUMS[key]
-    h = hashlib.sha256()
-    for name in names:
-        data = files.read_bytes(name)
-        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
-        h.update(data)
-    digest = h.hexdigest()
+    digest = parts_sha256((name, files.read_bytes(name)) for name in names)
     if key is not None:
         _CHECKSUMS[key] = digest
     return digest

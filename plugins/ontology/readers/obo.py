@@ -17,7 +17,7 @@ from pathlib import Path
 
 from priorkit.errors import DataFormatError
 
-from ._ontology_model import OntologyBuilder, OntologyData, ProblemLog
+from ..model import OntologyBuilder, OntologyData, ProblemLog
 
 # "text" SCOPE [TYPE] [xrefs] -- the text may hold escaped quotes (\")
 _SYNONYM = re.compile(r'^"((?:[^"\\]|\\.)*)"\s*(?:(EXACT|RELATED|NARROW|BROAD)\b\s*)?([^\s\[{]+)?')

@@ -3,7 +3,7 @@
 Shared by the ``embedding`` provider (``vectors=FILE``) and the ``conceptnet``
 provider (``embeddings=FILE``, Numberbatch).  Parsing a text embedding file
 costs seconds to minutes (GloVe 6B 50d: 400k lines), so the parsed, unit-length
-matrix is cached as ``vectors.npy`` + ``words.txt`` under
+matrix is cached as ``vectors.npz`` + ``words.txt`` under
 ``priorkit_home()/index/vectors/<key>``, keyed by the file's SHA-256.
 
 Accepted layouts:
@@ -27,10 +27,11 @@ import numpy as np
 
 from priorkit.errors import DataFormatError, ResourceError
 
-from . import _index_cache
-from ._conceptnet_index import open_text_lines
+from .. import _support
+from .._support import open_text_lines
 
-INDEX_FORMAT = 1
+#: 2: the matrix is saved as vectors.npz through ``_support`` (was vectors.npy)
+INDEX_FORMAT = 2
 INDEX_KIND = "vectors"
 _CHUNK = 20000
 _VOCAB_COLUMNS = ("word", "words", "token", "tokens", "term", "terms", "vocab", "index")
@@ -199,7 +200,7 @@ def read_vocab(path: Path) -> list[str]:
 def load_npy_vectors(npy: Path, vocab: Path | None) -> StaticVectors:
     vocab = vocab or find_vocab_file(npy)
     try:
-        matrix = np.load(npy, mmap_mode="r")
+        matrix = np.load(npy, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
         raise DataFormatError(f"{npy} is not a readable .npy matrix: {exc}") from exc
     if matrix.ndim != 2:
@@ -221,19 +222,19 @@ def load_vectors(path: str | Path, *, vocab: str | Path | None = None,
         raise ResourceError(f"vector file {path} does not exist")
     if path.suffix == ".npy":
         return load_npy_vectors(path, Path(vocab).expanduser() if vocab else None)
-    checksum = _index_cache.file_sha256(path, cache_dir)
-    key = _index_cache.index_key(sha256=checksum, languages=sorted(languages or []), format=INDEX_FORMAT)
-    folder = _index_cache.find_index(INDEX_KIND, key, cache_dir)
+    checksum = _support.file_sha256(path, cache_dir)
+    key = _support.index_key(sha256=checksum, languages=sorted(languages or []), format=INDEX_FORMAT)
+    folder = _support.find_index(INDEX_KIND, key, cache_dir)
     if folder is not None:
-        words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
-        return StaticVectors(words, np.load(folder / "vectors.npy"), str(path))
+        words = _support.load_lines(folder / "words.txt")
+        return StaticVectors(words, _support.load_arrays(folder / "vectors.npz")["matrix"], str(path))
     vectors = parse_text_vectors(path, languages)
     meta = {"source": str(path), "sha256": checksum, "words": len(vectors.words), "dim": vectors.dim}
     try:
-        with _index_cache.building_index(INDEX_KIND, key, meta, cache_dir) as tmp:
-            np.save(tmp / "vectors.npy", vectors.matrix)
-            (tmp / "words.txt").write_text("\n".join(vectors.words), encoding="utf-8")
+        with _support.building_index(INDEX_KIND, key, meta, cache_dir) as tmp:
+            _support.save_arrays(tmp / "vectors.npz", matrix=vectors.matrix)
+            _support.save_lines(tmp / "words.txt", vectors.words)
     except OSError as exc:  # read-only or full disk: work on, parse again next time
-        warnings.warn(f"could not save parsed vectors of {path} under {_index_cache.index_root(cache_dir)} "
+        warnings.warn(f"could not save parsed vectors of {path} under {_support.index_root(cache_dir)} "
                       f"({exc}); they will be parsed again next time", UserWarning, stacklevel=2)
     return vectors

@@ -10,7 +10,7 @@ graph shipped in ``data/conceptnet-en`` (488,014 edges).  The file is parsed
 once into a compact index under ``priorkit_home()/index/conceptnet`` and read
 from there afterwards (about 0.1 s instead of 2-3 s for the shipped file).
 Similarity is the cosine of hub-damped closed neighbourhoods (direct edges
-plus two-hop paths; see ``_conceptnet_graph``), NaN for words the graph does
+plus two-hop paths; see ``conceptnet/graph.py``), NaN for words the graph does
 not know.  With ``embeddings=FILE`` (Numberbatch, word2vec text format) the
 cosine of the two words' vectors is used where both have one, and the graph
 value elsewhere.  See docs/providers/conceptnet.md.
@@ -28,9 +28,9 @@ from priorkit.errors import PriorkitError, ResourceError
 from priorkit.provider import PriorProvider
 from priorkit.resources import embedded
 
-from . import _index_cache
-from ._conceptnet_graph import ConceptGraph
-from ._conceptnet_index import EdgeIndex, load_edge_index
+from .. import _support
+from .graph import ConceptGraph
+from .index import EdgeIndex, load_edge_index
 
 DEFAULT_DATA = ("conceptnet-en", "assertions-en.csv.gz")
 
@@ -124,9 +124,9 @@ class ConceptNetProvider(PriorProvider):
 
     def data_checksum(self) -> str:
         if self._checksum is None:
-            parts = [_index_cache.file_sha256(self.data_path, self.cache_dir)]
+            parts = [_support.file_sha256(self.data_path, self.cache_dir)]
             if self.params["embeddings"]:
-                parts.append(_index_cache.file_sha256(self.params["embeddings"], self.cache_dir))
+                parts.append(_support.file_sha256(self.params["embeddings"], self.cache_dir))
             self._checksum = "+".join(parts)
         return self._checksum
 
@@ -145,7 +145,7 @@ class ConceptNetProvider(PriorProvider):
             source=str(self.data_path),
         )
         if self.params["embeddings"]:
-            from ._embedding_vectors import load_vectors
+            from ..embedding.vectors import load_vectors
 
             self.vectors = load_vectors(self.params["embeddings"], languages=self.params["languages"],
                                         cache_dir=self.cache_dir)

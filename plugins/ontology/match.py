@@ -105,9 +105,28 @@ class ConceptMatcher:
                 self._longest[key[0]] = len(key)
 
     def freeze(self) -> None:
-        """Sets -> sorted tuples (smaller, picklable, deterministic)."""
+        """Sets -> sorted tuples (smaller, deterministic)."""
         self._keys = {k: tuple(sorted(v)) for k, v in self._keys.items()}
         self._exact = {k: tuple(sorted(v)) for k, v in self._exact.items()}
+
+    def state(self) -> tuple[list, list]:
+        """JSON-able ``(keys, exact)``: ``[[tokens, concepts], ...]`` of a frozen matcher."""
+        return ([[list(k), list(v)] for k, v in self._keys.items()],
+                [[list(k), list(v)] for k, v in self._exact.items()])
+
+    @classmethod
+    def from_state(cls, fold_plurals: bool, stop_words: Iterable[str], keys: list, exact: list
+                   ) -> "ConceptMatcher":
+        """The frozen matcher :meth:`state` describes."""
+        m = cls(fold_plurals=fold_plurals, stop_words=stop_words)
+        m._keys = {tuple(k): tuple(v) for k, v in keys}
+        m._exact = {tuple(k): tuple(v) for k, v in exact}
+        for k in m._keys:
+            if m._longest.get(k[0], 0) < len(k):
+                m._longest[k[0]] = len(k)
+        for k in m._exact:
+            m._longest_exact[k[0]] = 1
+        return m
 
     def __len__(self) -> int:
         return len(self._keys) + len(self._exact)

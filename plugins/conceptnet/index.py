@@ -15,7 +15,6 @@ load time, vectorised, so changing them needs no re-parse.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import re
 import warnings
@@ -27,7 +26,8 @@ import numpy as np
 
 from priorkit.errors import DataFormatError
 
-from . import _index_cache
+from .. import _support
+from .._support import open_text_lines
 
 #: bump when the parser or the stored layout changes: old indexes are ignored
 INDEX_FORMAT = 1
@@ -67,13 +67,6 @@ class EdgeIndex:
     languages: list[str]      # language codes of ``node_lang``
     meta: dict[str, Any]      # counts, checksum, skipped lines
     folder: Path | None = None
-
-
-def open_text_lines(path: Path):
-    """Binary line iterator over a plain or gzip file (gzip is detected by its magic bytes)."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def _preview(line: bytes) -> str:
@@ -223,9 +216,9 @@ def warn_skipped(index: EdgeIndex, path: Path) -> None:
 def load_edge_index(path: Path, languages: Sequence[str], cache_dir=None,
                     use_cache: bool = True) -> EdgeIndex:
     """The edge index of ``path``: read from the cache, or parsed and cached."""
-    checksum = _index_cache.file_sha256(path, cache_dir)
-    key = _index_cache.index_key(sha256=checksum, languages=list(languages), format=INDEX_FORMAT)
-    folder = _index_cache.find_index(INDEX_KIND, key, cache_dir) if use_cache else None
+    checksum = _support.file_sha256(path, cache_dir)
+    key = _support.index_key(sha256=checksum, languages=list(languages), format=INDEX_FORMAT)
+    folder = _support.find_index(INDEX_KIND, key, cache_dir) if use_cache else None
     if folder is not None:
         index = _read(folder)
     else:
@@ -233,12 +226,12 @@ def load_edge_index(path: Path, languages: Sequence[str], cache_dir=None,
         index.meta["sha256"] = checksum
         if use_cache:
             try:
-                with _index_cache.building_index(INDEX_KIND, key, index.meta, cache_dir) as tmp:
+                with _support.building_index(INDEX_KIND, key, index.meta, cache_dir) as tmp:
                     _write(index, tmp)
-                index.folder = _index_cache.find_index(INDEX_KIND, key, cache_dir)
+                index.folder = _support.find_index(INDEX_KIND, key, cache_dir)
             except OSError as exc:  # read-only or full disk: work on, parse again next time
                 warnings.warn(f"conceptnet: could not save the index of {path} under "
-                              f"{_index_cache.index_root(cache_dir)} ({exc}); it will be parsed again "
+                              f"{_support.index_root(cache_dir)} ({exc}); it will be parsed again "
                               "next time (set PRIORKIT_HOME or cache_dir= to a writable folder)",
                               UserWarning, stacklevel=3)
     if index.meta["edges"] == 0:
@@ -252,16 +245,14 @@ def load_edge_index(path: Path, languages: Sequence[str], cache_dir=None,
 
 
 def _write(index: EdgeIndex, folder: Path) -> None:
-    np.savez(folder / "edges.npz", src=index.src, dst=index.dst, rel=index.rel,
-             weight=index.weight, node_lang=index.node_lang)
-    (folder / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
+    _support.save_arrays(folder / "edges.npz", src=index.src, dst=index.dst, rel=index.rel,
+                         weight=index.weight, node_lang=index.node_lang)
+    _support.save_lines(folder / "vocab.txt", index.vocab)
 
 
 def _read(folder: Path) -> EdgeIndex:
-    meta = _index_cache.read_meta(folder)
-    with np.load(folder / "edges.npz") as z:
-        arrays = {k: z[k] for k in z.files}
-    text = (folder / "vocab.txt").read_text(encoding="utf-8")
-    vocab = text.split("\n") if text else []
+    meta = _support.read_meta(folder)
+    arrays = _support.load_arrays(folder / "edges.npz")
+    vocab = _support.load_lines(folder / "vocab.txt")
     return EdgeIndex(vocab=vocab, relations=meta["relations"], languages=meta["languages"],
                      meta=meta, folder=folder, **arrays)

@@ -17,49 +17,34 @@ See docs/providers/ontology.md for formats, normalisation and formulas.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-import pickle
-import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 import priorkit
 from priorkit.errors import DataFormatError, ResourceError
 from priorkit.provider import PriorProvider
-from priorkit.resources import priorkit_home, resource_path
+from priorkit.resources import resource_path
 
-from ._ontology_graph import IC_METHODS, MEASURES, ConceptGraph
-from ._ontology_match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
-from ._ontology_model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog
-from ._ontology_rdf import RDF_SUFFIXES
-from ._ontology_rrf import HIERARCHICAL_RELS
+from .. import _support
+from . import saved
+from .graph import IC_METHODS, MEASURES, ConceptGraph
+from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
+from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog
+from .readers import HIERARCHICAL_RELS, RDF_SUFFIXES
+from .saved import OntologyIndex
 
-__all__ = ["OntologyProvider", "Mention", "load_ontology", "detect_format"]
+__all__ = ["OntologyProvider", "OntologyIndex", "Mention", "load_ontology", "detect_format"]
 
-#: bump when the cached index layout or parsing changes
-INDEX_VERSION = "2"
 FORMATS = ("obo", "rrf", "owl", "rdf", "xml", "ttl", "turtle", "nt", "n3", "json-ld")
 _RDF_NAMES = {"owl": "xml", "rdf": "xml", "xml": "xml", "ttl": "turtle", "turtle": "turtle",
               "nt": "nt", "n3": "n3", "json-ld": "json-ld"}
 DEFAULT_SCOPES = ("EXACT", "RELATED", "NARROW")
 _MEMO_LIMIT = 2_000_000
-
-
-class OntologyIndex:
-    """Everything derived from one ontology file: data, DAG arrays, name matcher."""
-
-    def __init__(self, data: OntologyData, graph: ConceptGraph, matcher: ConceptMatcher,
-                 notes: Sequence[str] = ()) -> None:
-        self.data = data
-        self.graph = graph
-        self.matcher = matcher
-        #: the malformed-line warnings of the parse, repeated when loading from the cache
-        self.notes = list(notes)
 
 
 # ---- locating and reading ---------------------------------------------------
@@ -115,19 +100,9 @@ def default_path() -> Path:
 
 
 def file_checksum(path: Path) -> str:
-    """sha256 of a file (of size + first and last 16 MiB beyond 256 MiB: UMLS dumps are GBs)."""
-    h = hashlib.sha256()
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        if size <= 256 << 20:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        else:
-            h.update(str(size).encode())
-            h.update(fh.read(16 << 20))
-            fh.seek(-(16 << 20), os.SEEK_END)
-            h.update(fh.read())
-    return h.hexdigest()
+    """SHA-256 of the whole file (priorkit's one rule, ``priorkit.checksums``), remembered
+    per (path, size, mtime) so a multi-GB UMLS dump is hashed once per machine."""
+    return _support.file_sha256(path)
 
 
 def load_ontology(
@@ -141,9 +116,7 @@ def load_ontology(
     rela: Iterable[str] | None = ("", "isa", "inverse_isa"),
 ) -> OntologyData:
     """Parse an ontology file into :class:`OntologyData` (no cache, no index)."""
-    from ._ontology_obo import read_obo
-    from ._ontology_rdf import read_rdf
-    from ._ontology_rrf import locate, read_rrf
+    from .readers import locate, read_obo, read_rdf, read_rrf
 
     p = Path(path).expanduser() if path is not None else default_path()
     if not p.exists():
@@ -211,8 +184,9 @@ class OntologyProvider(PriorProvider):
     - ``language``: RDF language tag prefix (default "en") / RRF LAT ("ENG")
     - RRF only: ``sources`` (SABs), ``relations`` (PAR, CHD, RB, RN; default
       PAR, CHD), ``rela`` (accepted RELA values; default "", isa, inverse_isa)
-    - ``cache``: True (default: ``priorkit_home()/ontology``), False, or a
-      folder, for the parsed index; not part of the fingerprint
+    - ``cache``: where the parsed index is saved: True (default:
+      ``priorkit_home()/index/ontology/<key>``), False (never saved), or a
+      folder (``<folder>/ontology/<key>``); not part of the fingerprint
     """
 
     name = "ontology"
@@ -267,7 +241,7 @@ class OntologyProvider(PriorProvider):
             raise ResourceError(f"ontology file {p} does not exist; pass path= an existing ontology file")
         kind, _ = detect_format(p, self.params["format"])
         if kind == "rrf":
-            from ._ontology_rrf import locate
+            from .readers import locate
 
             return list(locate(p))  # MRCONSO and MRREL
         return [p]
@@ -277,32 +251,37 @@ class OntologyProvider(PriorProvider):
             self._checksum = "+".join(file_checksum(f) for f in self._files())
         return self._checksum
 
-    def _cache_file(self) -> Path | None:
-        if self._cache is False:
-            return None
-        folder = priorkit_home() / "ontology" if self._cache is True else Path(self._cache)
-        key = hashlib.sha256(repr((INDEX_VERSION, self.data_checksum(), sorted(
-            (k, repr(v)) for k, v in self.params.items() if k not in ("measure", "ic")))).encode())
-        return folder / f"{key.hexdigest()[:24]}.pkl"
+    def _index_key(self) -> str:
+        """Key of the saved index: format, data checksum, every parameter but measure and ic."""
+        params = {k: v for k, v in self.params.items() if k not in ("measure", "ic")}
+        return _support.index_key(format=saved.INDEX_FORMAT, data=self.data_checksum(), params=params)
+
+    def _cache_dir(self) -> str | os.PathLike | None:
+        return None if self._cache is True else self._cache
 
     def load(self) -> None:
         t0 = time.perf_counter()
-        cache_file = self._cache_file()
-        if cache_file is not None and cache_file.exists():
+        key = self._index_key() if self._cache is not False else None
+        folder = _support.find_index(saved.INDEX_KIND, key, self._cache_dir()) if key else None
+        if folder is not None:
             try:
-                with open(cache_file, "rb") as fh:
-                    self._index = pickle.load(fh)
+                self._index = saved.load(folder)
                 self.loaded_from_cache = True
-            except Exception:  # noqa: BLE001 - a broken cache file is rebuilt, not fatal
+            except (OSError, ValueError, KeyError, TypeError):  # damaged: rebuilt, not fatal
                 self._index = None
             else:
                 for note in self._index.notes:  # skipped lines stay visible on every load
-                    warnings.warn(f"{note}\n(parsed earlier; index read from {cache_file})",
+                    warnings.warn(f"{note}\n(parsed earlier; index read from {folder})",
                                   OntologyFormatWarning, stacklevel=3)
         if self._index is None:
             self._index = self._build()
-            if cache_file is not None:
-                _atomic_pickle(self._index, cache_file)
+            if key is not None:
+                try:
+                    with _support.building_index(saved.INDEX_KIND, key, {"source": str(self._path())},
+                                                 self._cache_dir()) as tmp:
+                        saved.save(self._index, tmp)
+                except OSError:  # a read-only home only costs the next load a re-parse
+                    pass
         self.load_seconds = time.perf_counter() - t0
 
     def _build(self) -> OntologyIndex:
@@ -406,6 +385,34 @@ class OntologyProvider(PriorProvider):
         out[np.isneginf(out)] = np.nan
         return out
 
+    def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Element-wise ``compute``, vectorised: each distinct phrase is looked up once, every
+        (left concept, right concept) combination of every pair goes through one ``_pairs``
+        call, and a ``maximum.reduceat`` takes the best per pair.  NaN where a phrase names
+        no concept."""
+        phrases = list(dict.fromkeys([*left, *right]))
+        row = {p: i for i, p in enumerate(phrases)}
+        li = np.fromiter(map(row.__getitem__, left), dtype=np.int64, count=len(left))     # (P,)
+        ri = np.fromiter(map(row.__getitem__, right), dtype=np.int64, count=len(right))   # (P,)
+        concepts = [self._phrase_concepts(p) for p in phrases]
+        n_of = np.fromiter((len(c) for c in concepts), dtype=np.int64, count=len(concepts))  # (W,)
+        ptr = np.zeros(len(concepts) + 1, dtype=np.int64)
+        np.cumsum(n_of, out=ptr[1:])
+        flat = np.fromiter((x for c in concepts for x in c), dtype=np.int64, count=int(ptr[-1]))
+        out = np.full(len(left), np.nan)
+        nl, nr = n_of[li], n_of[ri]
+        known = np.flatnonzero((nl > 0) & (nr > 0))      # pairs whose both phrases name concepts
+        if known.size:
+            nl, nr = nl[known], nr[known]
+            combos = nl * nr                               # concept combinations per pair
+            pair = np.repeat(np.arange(known.size), combos)
+            starts = np.cumsum(combos) - combos
+            within = np.arange(int(combos.sum())) - starts[pair]
+            a = flat[ptr[li[known]][pair] + within // nr[pair]]
+            b = flat[ptr[ri[known]][pair] + within % nr[pair]]
+            out[known] = np.maximum.reduceat(self._pairs(a, b), starts)
+        return out
+
     def recognise(self, words: Sequence[str]) -> list[Mention]:
         """Concept mentions in ``words`` (leftmost-longest, case and punctuation tolerant)."""
         if isinstance(words, str):
@@ -435,18 +442,6 @@ def _flatten(concepts: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     phrase = np.repeat(np.arange(len(concepts)), lengths)
     flat = np.fromiter((x for c in concepts for x in c), dtype=np.int64, count=int(lengths.sum()))
     return phrase, flat
-
-
-def _atomic_pickle(obj: Any, path: Path) -> None:
-    """Write then rename, so a crash or a concurrent reader never sees half a file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ontology-", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:  # a read-only home only costs the next load a re-parse
-        pass
 
 
 @priorkit.hookimpl

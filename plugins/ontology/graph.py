@@ -1,6 +1,6 @@
 """Similarity between concepts of an is-a DAG, vectorised over concept pairs.
 
-Precomputed once per ontology (all arrays, so the index pickles compactly):
+Precomputed once per ontology (all arrays, so the index saves as one ``.npz``):
 
 - every concept's ancestors *including itself* with the shortest upward
   distance, as CSR rows sorted by ancestor number

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from priorkit.errors import DataFormatError
 
-from ._ontology_model import OntologyBuilder, OntologyData, ProblemLog
+from ..model import OntologyBuilder, OntologyData, ProblemLog
 
 OBO_IN_OWL = "http://www.geneontology.org/formats/oboInOwl#"
 _OBO_PURL = re.compile(r"^http://purl\.obolibrary\.org/obo/([A-Za-z][A-Za-z0-9]*)_(\w+)$")

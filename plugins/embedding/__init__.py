@@ -2,7 +2,7 @@
 
 ::
 
-    priorkit.get_provider("embedding")                          # the MiniLM of DATA.md
+    priorkit.get_provider("embedding")                          # the embedded MiniLM
     priorkit.get_provider("embedding", model="sentence-transformers/all-mpnet-base-v2", device="cuda")
     priorkit.get_provider("embedding", vectors="glove")        # GloVe 6B 50d (.npy + parquet)
     priorkit.get_provider("embedding", vectors="glove.840B.300d.txt")
@@ -35,7 +35,7 @@ from priorkit import resources
 from priorkit.errors import PriorkitError, ResourceError
 from priorkit.provider import PriorProvider
 
-from . import _index_cache
+from .. import _support
 
 SCALES = ("clip", "shift")
 
@@ -71,6 +71,22 @@ class _EmbeddingBase(PriorProvider):
         if not (lok.all() and rok.all()):
             out[~lok, :] = np.nan
             out[:, ~rok] = np.nan
+        return out
+
+    def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        """Element-wise cosines: every distinct word is encoded (or looked up) once, in one
+        batch, then one row-wise dot product; equal to ``compute`` pair by pair."""
+        words = list(dict.fromkeys([*left, *right]))
+        self.prepare(words)
+        vecs, ok = self.vectors_for(words)                      # (W, D), (W,)
+        row = {w: i for i, w in enumerate(words)}
+        li = np.fromiter(map(row.__getitem__, left), dtype=np.int64, count=len(left))    # (P,)
+        ri = np.fromiter(map(row.__getitem__, right), dtype=np.int64, count=len(right))  # (P,)
+        v = vecs.astype(np.float64)
+        cos = np.einsum("pd,pd->p", v[li], v[ri])              # (P,)
+        out = cosine_to_unit(cos, self.params["scale"]).astype(np.float32)
+        out[li == ri] = 1.0                                     # a word is itself
+        out[~(ok[li] & ok[ri])] = np.nan
         return out
 
     def prepare(self, words: Sequence[str]) -> None:
@@ -120,7 +136,7 @@ class SentenceEmbeddingProvider(_EmbeddingBase):
             if folder.is_dir():
                 weights = sorted(p for p in folder.iterdir()
                                  if p.suffix in (".safetensors", ".bin") and p.is_file())
-                self._checksum = "+".join(_index_cache.file_sha256(p) for p in weights)
+                self._checksum = "+".join(_support.file_sha256(p) for p in weights)
             else:
                 self._checksum = ""
         return self._checksum
@@ -204,16 +220,16 @@ class StaticVectorProvider(_EmbeddingBase):
     def data_checksum(self) -> str:
         if self._checksum is None:
             vec, vocab = self.files()
-            parts = [_index_cache.file_sha256(vec, self.cache_dir)]
+            parts = [_support.file_sha256(vec, self.cache_dir)]
             if vec.suffix == ".npy":
-                from ._embedding_vectors import find_vocab_file
+                from .vectors import find_vocab_file
 
-                parts.append(_index_cache.file_sha256(vocab or find_vocab_file(vec), self.cache_dir))
+                parts.append(_support.file_sha256(vocab or find_vocab_file(vec), self.cache_dir))
             self._checksum = "+".join(parts)
         return self._checksum
 
     def load(self) -> None:
-        from ._embedding_vectors import load_vectors
+        from .vectors import load_vectors
 
         vec, vocab = self.files()
         self.table = load_vectors(vec, vocab=vocab, cache_dir=self.cache_dir)
