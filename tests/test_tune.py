@@ -65,6 +65,28 @@ def priorkit(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
+def peek_trials(path: Path) -> list[tuple[int, str, float | None]]:
+    """(number, state, value) of every trial, read through a read-only SQLite connection.
+
+    ``optuna.load_study`` would create Optuna's tables itself when it meets a database that
+    the tuning process is still creating, and then race it ("table ... already exists").
+    """
+    import sqlite3
+
+    if not path.exists():
+        return []
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute(
+                "SELECT t.number, t.state, v.value FROM trials t "
+                "LEFT JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0").fetchall()
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # tables not created yet, or the file is locked
+        return []
+
+
 def load_study(path: Path, name: str):
     import optuna
 
@@ -208,16 +230,11 @@ def test_study_resumes_after_kill_9_without_losing_finished_trials(tmp_path, tin
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
-            if not db.exists():
-                continue
-            try:
-                study = load_study(db, "t")
-            except KeyError:  # created, study row not yet committed
-                continue
-            complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-            running = [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+            rows = peek_trials(db)
+            complete = {n: v for n, state, v in rows if state == "COMPLETE"}
+            running = [n for n, state, _ in rows if state == "RUNNING"]
             if complete and running:  # one trial done, the next one in flight
-                finished = {t.number: t.value for t in complete}
+                finished = complete
                 os.kill(proc.pid, signal.SIGKILL)
                 break
     finally:
