@@ -43,7 +43,7 @@ def default_cache_path() -> Path:
     env = os.environ.get("PRIORKIT_CACHE")
     if env:
         return Path(env).expanduser()
-    from .resources import priorkit_home
+    from ..resources import priorkit_home
 
     return priorkit_home() / "cache.duckdb"
 
