@@ -45,7 +45,7 @@ ROOT = HERE.parent.parent
 def stsb_word_pairs(splits=("train", "dev")) -> list[tuple[str, str]]:
     """Unique ordered cross-sentence word pairs of STS-B, as the paper forms words."""
     from priorkit.resources import stsb_path
-    from priorkit.words import paper_words
+    from priorkit.align.words import paper_words
 
     pairs: dict[tuple[str, str], None] = {}
     for split in splits:

@@ -22,8 +22,7 @@ from priorkit.datasets import read_dataset
 from priorkit.precompute import collect_pairs, plan_batches, plan_blocks, precompute
 from priorkit.resources import stsb_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _faults  # noqa: E402 - the trigram plug-in and fault helpers, shared with benchmarks/cache_faults.py
+from support import workload as _faults  # the trigram plug-in and cache read-back helpers (tests/support)
 
 _stored, _same_values = _faults.stored, _faults.same_values
 
@@ -119,8 +118,11 @@ def test_block_shape_does_not_change_values(tmp_path, builder, dev_examples):
     assert _same_values(_stored(tmp_path / "exact.duckdb", fp), _stored(tmp_path / "dense.duckdb", fp))
 
 
-def test_paper_word_pairs_helper_matches_the_real_builder(plugin_module, builder, dev_examples):
-    helper = plugin_module.PaperWordPairs(builder.provider)
+def test_torch_free_word_pairs_match_the_real_builder(builder, dev_examples):
+    """WordKeys.paper (no tokenizer, no torch: what child processes use) asks for the builder's pairs."""
+    from priorkit.align.words import WordKeys
+
+    helper = WordKeys.paper(builder.provider)
     for e in dev_examples[:200]:
         assert helper.word_pairs(e.text_a, e.text_b) == builder.word_pairs(e.text_a, e.text_b)
 

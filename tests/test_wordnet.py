@@ -90,7 +90,7 @@ def pairs(nltk_wn) -> list[tuple[str, str]]:
     """>= 500 real word pairs: cross-sentence pairs of STS-B dev (as the paper
     builds them), WordSim-353 pairs, and hand-picked cases; NLTK's synset
     counts decide which are cheap enough for the reference loop."""
-    from priorkit.words import paper_words
+    from priorkit.align.words import paper_words
 
     wn, _ = nltk_wn
     n_syn: dict[str, int] = {}

@@ -21,11 +21,14 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import yaml
 
 from ..errors import PriorkitError
+
+if TYPE_CHECKING:
+    from ..spec import PriorSpec
 
 TASK_TYPES = ("regression", "pair-classification", "token-classification")
 
@@ -125,6 +128,13 @@ class PriorConfig:
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    def spec(self) -> "PriorSpec":
+        """What this setting builds (provider, parameters, preset, layout, keys, neutral)."""
+        from ..spec import PriorSpec
+
+        return PriorSpec(provider=self.provider, params=self.params, preset=self.preset, layout=self.layout,
+                         keys=self.keys, neutral=self.neutral)
+
 
 @dataclasses.dataclass
 class TrainConfig:
@@ -165,6 +175,30 @@ class TrainConfig:
     progress: bool = True
     #: mixed precision on GPU ("no" on CPU).
     precision: Literal["no", "fp16", "bf16"] = "no"
+
+
+@dataclasses.dataclass
+class PrecomputeConfig:
+    #: "local": this process, one transaction per batch; "dask": Dask workers compute
+    #: Parquet shards that the cache ingests (``pip install 'priorkit[distributed]'``).
+    engine: Literal["local", "dask"] = "local"
+    #: local: pairs per committed transaction (a kill loses at most one batch).
+    batch_size: int = 50_000
+    #: dask: worker processes of a local cluster (when no scheduler is given).
+    workers: int = 2
+    #: dask: address of a running scheduler (tcp://host:8786); null: a local cluster.
+    scheduler: str | None = None
+    #: dask: pairs per shard (one task, one Parquet file).
+    shard_size: int = 20_000
+    #: dask: folder for the shards, shared with remote workers; null: <cache>.shards.
+    shard_dir: str | None = None
+
+    def engine_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`priorkit.precompute.make_engine` for this engine."""
+        if self.engine == "local":
+            return {"batch_size": self.batch_size}
+        return {"workers": None if self.scheduler else self.workers, "scheduler": self.scheduler,
+                "shard_size": self.shard_size, "shard_dir": self.shard_dir}
 
 
 @dataclasses.dataclass
@@ -276,6 +310,8 @@ class PipelineConfig:
     #: the prior ``priorkit run`` uses (null: no prior).
     prior: PriorConfig | None = None
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    #: how the precompute step fills the prior cache.
+    precompute: PrecomputeConfig = dataclasses.field(default_factory=PrecomputeConfig)
     #: which splits the evaluate step scores (null: every configured one of eval and test).
     evaluate: list[Literal["eval", "test"]] | None = None
     sweep: SweepConfig = dataclasses.field(default_factory=SweepConfig)
@@ -666,6 +702,10 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("train.warmup", f"must not be negative, got {tr.warmup}")
     if tr.threads is not None and tr.threads < 1:
         raise fail("train.threads", f"must be at least 1, got {tr.threads}")
+    pc = cfg.precompute
+    for name in ("batch_size", "workers", "shard_size"):
+        if getattr(pc, name) < 1:
+            raise fail(f"precompute.{name}", f"must be at least 1, got {getattr(pc, name)}")
     sw = cfg.sweep
     for i, f in enumerate(sw.fractions):
         if not 0.0 < f <= 1.0:

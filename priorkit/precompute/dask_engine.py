@@ -1,4 +1,4 @@
-"""Precompute on a Dask cluster: the same pairs as ``precompute``, computed by workers.
+"""The Dask engine: the same precompute run, its batches computed by Dask workers as shards.
 
 Why Dask (``pip install 'priorkit[distributed]'``): it is pure Python from
 PyPI with no daemons of its own, a ``LocalCluster`` of two worker processes
@@ -9,19 +9,21 @@ dask-kubernetes).  Ray would bring a far larger install and its own daemons.
 How a run works (docs/scaling.md):
 
 1. The driver (the process running ``priorkit precompute --engine dask``)
-   collects the unique pairs exactly like :func:`priorkit.precompute.precompute`,
-   removes those already cached and plans the rest into *shards* of
-   ``shard_size`` pairs -- the same blocks, grouped like batches.
-2. One task per shard.  A worker rebuilds the provider from its registered
+   goes through the one run sequence (:func:`priorkit.precompute.run.run_precompute`):
+   it collects the unique pairs, removes those already cached and plans the
+   rest into *shards* of ``shard_size`` pairs -- the same blocks, grouped like
+   batches.
+2. One task per shard (:mod:`priorkit.precompute.dask_worker`).  A worker rebuilds the provider from its registered
    name and parameters **once per process** (:func:`worker_provider`),
    checks its fingerprint against the driver's, computes the shard's blocks
-   with :func:`priorkit.precompute.compute_batch` and writes
+   with :func:`priorkit.precompute.plan.compute_batch` and writes
    ``run<RUN>-shard<N>.parquet`` (left, right, value) into the shard folder:
    a temporary name first, then an atomic rename, so a half-written shard is
    never read.
 3. The driver ingests finished shards with DuckDB's ``read_parquet``, one
-   transaction for the shards that finished since the last one (an anti-join,
-   as ``PriorCache.put``), then deletes the files.
+   transaction for the shards that finished since the last one
+   (:meth:`PriorCache.ingest_parquet <priorkit.cache.PriorCache.ingest_parquet>`,
+   the anti-join of ``PriorCache.put``), then deletes the files.
    Shards that a crashed or interrupted run left behind are ingested first by
    the next run, so their work is not lost.
 
@@ -30,200 +32,30 @@ filesystem) when workers run on other machines.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import logging
 import os
-import pickle
 import re
 import socket
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-import numpy as np
-
-from .cache import Pair, PriorCache, canonical_pairs, is_symmetric
-from .errors import CacheError, PluginError, PriorkitError
-from .precompute import (Block, BatchReport, PrecomputeSummary, _progress, base_provider, collect_pairs,
-                         compute_batch, plan_batches, record_failure)
-from .provider import PriorProvider
+from ..align.words import WordKeys
+from ..cache import Pair, PriorCache
+from ..errors import CacheError, PriorkitError
+from ..provider import PriorProvider
+from .dask_worker import (_FP_KEY, MAX_WORKER_PROVIDERS, ProviderSpec, ShardReport, build_provider,  # noqa: F401
+                          compute_shard, pack_blocks, provider_spec, shard_name, unpack_blocks, worker_provider,
+                          write_shard)
+from .plan import Block, plan_batches
+from .run import BatchReport, Engine, PrecomputeSummary, run_precompute
 
 #: pairs per shard (one task, one Parquet file); a shard takes whole blocks, so it may hold a few more
 DEFAULT_SHARD_SIZE = 20_000
-#: providers a worker process keeps built (most recently used first)
-MAX_WORKER_PROVIDERS = 4
 INSTALL_HINT = "pip install 'priorkit[distributed]'"
 _SHARD_NAME = re.compile(r"run(?P<run>\d+)-shard(?P<shard>\d+)\.parquet$")
-_FP_KEY = b"priorkit.fingerprint"
-
-
-# ---------------------------------------------------------------------------
-# the provider, rebuilt on a worker
-# ---------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class ProviderSpec:
-    """What a worker needs to rebuild a provider: its registered name, its
-    parameters (nested providers as specs) and the fingerprint it must have."""
-
-    name: str
-    params: dict[str, Any]
-    fingerprint: str
-
-
-def provider_spec(provider: PriorProvider) -> ProviderSpec:
-    return ProviderSpec(provider.name, _portable(provider.params), provider.fingerprint)
-
-
-def _portable(value: Any) -> Any:
-    if isinstance(value, PriorProvider):
-        inner = getattr(value, "provider", None)  # a CachedProvider: rebuild what it wraps
-        return provider_spec(inner if isinstance(inner, PriorProvider) else value)
-    if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_portable(v) for v in value)
-    return value
-
-
-def _rebuild(value: Any, where: str) -> Any:
-    if isinstance(value, ProviderSpec):
-        return build_provider(value, where)
-    if isinstance(value, dict):
-        return {k: _rebuild(v, where) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_rebuild(v, where) for v in value)
-    return value
-
-
-def build_provider(spec: ProviderSpec, where: str = "this process") -> PriorProvider:
-    """The provider of ``spec`` from the plug-in manager; its fingerprint must match.
-
-    Raises :class:`PluginError` naming ``where`` when the provider is not
-    registered there or comes out different (other data, other plug-in version).
-    """
-    from .plugins import get_provider
-
-    try:
-        provider = get_provider(spec.name, **_rebuild(spec.params, where))
-        fingerprint = provider.fingerprint
-    except (PriorkitError, TypeError, ValueError, OSError) as exc:
-        if isinstance(exc, PluginError) and str(exc).startswith("--engine dask"):
-            raise  # a nested provider's failure, already explained
-        raise PluginError(_rebuild_failed(spec, where, exc)) from exc
-    if fingerprint != spec.fingerprint:
-        raise PluginError(
-            f"--engine dask: {where} rebuilt provider {spec.name!r} from its parameters "
-            f"{provider.describe()['params']} but got fingerprint {fingerprint}, not the driver's "
-            f"{spec.fingerprint}: its plug-in version or data differ. Install the same priorkit, "
-            "plug-ins and data on every worker"
-        )
-    return provider
-
-
-def _rebuild_failed(spec: ProviderSpec, where: str, exc: Exception) -> str:
-    return (
-        f"--engine dask rebuilds the provider on every worker from its registered name and "
-        f"parameters, but {where} cannot build {spec.name!r}: {exc}. Register the provider through a "
-        "plug-in that the workers load too (an installed entry point, or a plug-in file in "
-        "PRIORKIT_PLUGINS_DIR set for the workers), or use --engine local"
-    )
-
-
-_PROVIDERS: collections.OrderedDict[str, PriorProvider] = collections.OrderedDict()
-_BUILDS: collections.Counter[str] = collections.Counter()
-_PROVIDERS_LOCK = threading.Lock()
-
-
-def worker_provider(spec: ProviderSpec) -> PriorProvider:
-    """This process's provider for ``spec``, built and loaded on first use only.
-
-    Kept in a module-level map keyed by fingerprint, so every later shard in
-    the same worker process reuses the loaded data (WordNet index, embeddings).
-    """
-    with _PROVIDERS_LOCK:
-        provider = _PROVIDERS.get(spec.fingerprint)
-        if provider is None:
-            where = f"Dask worker {socket.gethostname()} (PID {os.getpid()})"
-            provider = build_provider(spec, where)
-            provider.ensure_loaded()
-            _PROVIDERS[spec.fingerprint] = provider
-            _BUILDS[spec.fingerprint] += 1
-            while len(_PROVIDERS) > MAX_WORKER_PROVIDERS:
-                _PROVIDERS.popitem(last=False)
-        else:
-            _PROVIDERS.move_to_end(spec.fingerprint)
-        return provider
-
-
-# ---------------------------------------------------------------------------
-# shards
-# ---------------------------------------------------------------------------
-@dataclasses.dataclass
-class ShardReport:
-    """What a worker returns for one shard."""
-
-    path: str
-    pairs: int
-    seconds: float  # in the worker, provider build included when it happened
-    host: str
-    pid: int
-    builds: int  # how often this worker process has built the provider (1 = once)
-
-
-def shard_name(run_id: int, index: int) -> str:
-    return f"run{run_id:05d}-shard{index:05d}.parquet"
-
-
-def write_shard(path: str | os.PathLike, pairs: Sequence[Pair], values: np.ndarray, fingerprint: str) -> None:
-    """Write (left, right, value) to ``path`` atomically: temp file, fsync, rename."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.table({"left": pa.array([a for a, _ in pairs], pa.string()),
-                      "right": pa.array([b for _, b in pairs], pa.string()),
-                      "value": pa.array(np.asarray(values, np.float32), pa.float32())})
-    table = table.replace_schema_metadata({_FP_KEY: fingerprint.encode()})
-    tmp = path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def pack_blocks(blocks: Sequence[Block]) -> bytes:
-    """Blocks as one pickled byte string of plain lists.
-
-    Dask walks list and tuple arguments element by element looking for futures
-    (10 s for the 300k pairs of STS-B), and pickles NumPy arrays as separate
-    out-of-band buffers (two per block, about 1 s); bytes cross as one frame.
-    """
-    return pickle.dumps([(b.left, b.right, b.rows.tolist(), b.cols.tolist()) for b in blocks],
-                        protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def unpack_blocks(packed: bytes) -> list[Block]:
-    return [Block(left, right, np.asarray(rows, np.int64), np.asarray(cols, np.int64))
-            for left, right, rows, cols in pickle.loads(packed)]
-
-
-def compute_shard(spec: ProviderSpec, blocks: bytes, path: str) -> ShardReport:
-    """The task a worker runs: compute ``blocks`` (see :func:`pack_blocks`) with this
-    process's provider and write them to ``path``."""
-    t0 = time.perf_counter()
-    provider = worker_provider(spec)
-    pairs, values = compute_batch(provider, unpack_blocks(blocks))
-    write_shard(path, pairs, values, spec.fingerprint)
-    return ShardReport(path=str(path), pairs=len(pairs), seconds=time.perf_counter() - t0,
-                       host=socket.gethostname(), pid=os.getpid(), builds=_BUILDS[spec.fingerprint])
 
 
 def ingest_shards(cache: PriorCache, fingerprint: str, paths: Sequence[str | os.PathLike]) -> int:
@@ -349,14 +181,8 @@ def start_client(scheduler: str | None = None, workers: int = 2, timeout: float 
     return distributed.Client(cluster), cluster
 
 
-def precompute_distributed(
-    examples: Iterable[Any], builder: Any, cache: PriorCache, *, client: Any = None,
-    scheduler: str | None = None, workers: int = 2, shard_size: int = DEFAULT_SHARD_SIZE,
-    shard_dir: str | os.PathLike | None = None, min_density: float = 1.0, progress: bool = True,
-    run_info: dict[str, Any] | None = None, on_shard: Callable[[BatchReport], None] | None = None,
-    connect_timeout: float = 30.0,
-) -> DistributedSummary:
-    """:func:`priorkit.precompute.precompute` with the pairs computed on a Dask cluster.
+class DaskEngine(Engine):
+    """Compute the batches as shards on a Dask cluster; the cache ingests the workers' Parquet files.
 
     :param client: a ``distributed.Client`` to use (left open); otherwise one is
         made for ``scheduler`` (an address such as ``tcp://host:8786``) or for
@@ -366,104 +192,131 @@ def precompute_distributed(
         finish together are ingested in one transaction.
     :param shard_dir: where workers write shards (default
         ``<cache>.shards``); must be shared with remote workers.
+    """
+
+    name = "dask"
+    start_message = "engine=dask"
+    failure_prefix = "engine=dask: "
+
+    def __init__(self, client: Any = None, scheduler: str | None = None, workers: int = 2,
+                 shard_size: int = DEFAULT_SHARD_SIZE, shard_dir: str | os.PathLike | None = None,
+                 min_density: float = 1.0, connect_timeout: float = 30.0) -> None:
+        self.client, self.scheduler, self.workers = client, scheduler, workers
+        self.shard_size, self.shard_dir, self.min_density = shard_size, shard_dir, min_density
+        self.connect_timeout = connect_timeout
+        self.own_client = client is None
+        self.cluster = None
+        self.address, self.n_workers, self.startup = (scheduler or "LocalCluster"), 0, 0.0
+        self.resumed = 0
+        self.worker_seconds = 0.0
+        self.builds: dict[str, int] = {}
+        self.futures: list[Any] = []
+
+    def check(self) -> None:
+        if self.shard_size < 1:
+            raise PriorkitError(f"shard_size must be positive, got {self.shard_size}")
+        if self.client is None:
+            import_distributed()  # fail before reading anything when Dask is missing
+
+    def bind(self, cache: PriorCache, provider: PriorProvider) -> None:
+        super().bind(cache, provider)
+        self.fp = provider.fingerprint
+        self.spec = provider_spec(provider)
+        build_provider(self.spec, "this process (the driver)")  # workers rebuild it the same way
+        folder = Path(self.shard_dir) if self.shard_dir is not None else default_shard_dir(cache)
+        self.folder = folder.expanduser().absolute() / self.fp  # workers may run elsewhere, in another folder
+
+    def resume(self, run_id: int) -> int:
+        leftovers = leftover_shards(self.cache, self.folder, run_id)
+        if leftovers:
+            self.resumed = ingest_shards(self.cache, self.fp, leftovers)
+            for path in leftovers:
+                path.unlink()
+        return self.resumed
+
+    def plan(self, todo: Sequence[Pair]) -> list[list[Block]]:
+        return plan_batches(todo, batch_size=self.shard_size, min_density=self.min_density)
+
+    def start(self, batches: Sequence[list[Block]]) -> None:
+        if not batches:
+            return
+        t1 = time.perf_counter()
+        if self.own_client:
+            self.client, self.cluster = start_client(self.scheduler, self.workers, self.connect_timeout)
+        else:
+            self.address = self.client.scheduler.address
+        self.startup = time.perf_counter() - t1
+        self.n_workers = len(self.client.scheduler_info().get("workers", {}))
+
+    def label(self) -> str:
+        return f"{self.provider.name} pairs ({self.n_workers} Dask workers)"
+
+    def compute(self, batches: Sequence[list[Block]], run_id: int) -> Iterator[tuple[int, int, int]]:
+        if not batches:
+            return
+        fp, folder = self.fp, self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.futures = [self.client.submit(compute_shard, self.spec, pack_blocks(blocks),
+                                           str(folder / shard_name(run_id, i)),
+                                           key=f"priorkit-{fp}-run{run_id}-shard{i}", pure=False)
+                        for i, blocks in enumerate(batches, start=1)]
+        distributed = import_distributed()
+        # shards that finished meanwhile are ingested together: one transaction for all
+        for done in distributed.as_completed(self.futures).batches():
+            reports: list[ShardReport] = [future.result() for future in done]
+            for report in reports:
+                _check_visible(report)
+            added = ingest_shards(self.cache, fp, [r.path for r in reports])
+            for report in reports:
+                Path(report.path).unlink()
+                self.builds[f"{report.host}:{report.pid}"] = report.builds
+            self.worker_seconds += sum(r.seconds for r in reports)
+            yield len(reports), sum(r.pairs for r in reports), added
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.futures:
+                self.client.cancel(self.futures)
+        _close(self.client if self.own_client else None, self.cluster)
+
+    def close(self) -> None:
+        _close(self.client if self.own_client else None, self.cluster)
+        for path in (self.folder, self.folder.parent):  # tidy up empty folders; keep anything else
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+    def finish_message(self, batches: int) -> str:
+        return (f"engine=dask; scheduler={self.address}; workers={self.n_workers}; shards={batches} "
+                f"(shard size {self.shard_size}); resumed={self.resumed}")
+
+    def summary(self, base: PrecomputeSummary) -> "DistributedSummary":
+        return DistributedSummary(
+            **dataclasses.asdict(base), scheduler=self.address, workers=self.n_workers, shards=base.batches,
+            resumed=self.resumed, startup_seconds=self.startup, worker_seconds=self.worker_seconds,
+            builds=self.builds,
+        )
+
+
+def precompute_distributed(
+    examples: Iterable[Any], builder: WordKeys, cache: PriorCache, *, client: Any = None,
+    scheduler: str | None = None, workers: int = 2, shard_size: int = DEFAULT_SHARD_SIZE,
+    shard_dir: str | os.PathLike | None = None, min_density: float = 1.0, progress: bool = True,
+    run_info: dict[str, Any] | None = None, on_shard: Callable[[BatchReport], None] | None = None,
+    connect_timeout: float = 30.0,
+) -> "DistributedSummary":
+    """:func:`priorkit.precompute.precompute` with the pairs computed on a Dask cluster
+    (options: :class:`DaskEngine`).
+
     :param on_shard: called after every ingest transaction (``index`` counts
         shards, ``pairs`` those of this transaction).
 
     The values are those a single-process run stores; the run is recorded in the
     cache's ``runs`` table with ``engine=dask`` in its message.
     """
-    if cache.read_only:
-        raise PriorkitError(f"precompute needs a writable cache; {cache.path} was opened read-only")
-    if shard_size < 1:
-        raise PriorkitError(f"shard_size must be positive, got {shard_size}")
-    if client is None:
-        import_distributed()  # fail before reading anything when Dask is missing
-    t0 = time.perf_counter()
-    provider = base_provider(builder)
-    fp = provider.fingerprint
-    spec = provider_spec(provider)
-    build_provider(spec, "this process (the driver)")  # workers rebuild it the same way
-    examples = list(examples)
-    wanted, n_examples = collect_pairs(examples, builder)
-    keys = canonical_pairs(wanted) if is_symmetric(provider) else wanted
-    folder = Path(shard_dir) if shard_dir is not None else default_shard_dir(cache)
-    folder = folder.expanduser().absolute() / fp  # workers may run elsewhere, in another folder
-    run_id = cache.start_run(examples=n_examples, fingerprint=fp, message="engine=dask",
-                             **(run_info or {}))
-    new = computed = resumed = 0
-    worker_seconds = 0.0
-    shards: list[list[Block]] = []
-    builds: dict[str, int] = {}
-    own_client = client is None
-    cluster = None
-    address, n_workers, startup = (scheduler or "LocalCluster"), 0, 0.0
-    futures: list[Any] = []
-    try:
-        cache.register(provider)
-        keys = cache.keys(provider, wanted)  # the recorded flag decides, as in put()
-        leftovers = leftover_shards(cache, folder, run_id)
-        if leftovers:
-            resumed = ingest_shards(cache, fp, leftovers)
-            new += resumed
-            for path in leftovers:
-                path.unlink()
-        todo = cache.missing(fp, keys)
-        cached = len(keys) - len(todo)
-        shards = plan_batches(todo, batch_size=shard_size, min_density=min_density)
-        if shards:
-            t1 = time.perf_counter()
-            if own_client:
-                client, cluster = start_client(scheduler, workers, connect_timeout)
-            else:
-                address = client.scheduler.address
-            startup = time.perf_counter() - t1
-            n_workers = len(client.scheduler_info().get("workers", {}))
-            folder.mkdir(parents=True, exist_ok=True)
-            futures = [client.submit(compute_shard, spec, pack_blocks(blocks), str(folder / shard_name(run_id, i)),
-                                     key=f"priorkit-{fp}-run{run_id}-shard{i}", pure=False)
-                       for i, blocks in enumerate(shards, start=1)]
-            distributed = import_distributed()
-            index = 0
-            with _progress(progress, len(todo), f"{provider.name} pairs ({n_workers} Dask workers)") as advance:
-                # shards that finished meanwhile are ingested together: one transaction for all
-                for done in distributed.as_completed(futures).batches():
-                    reports: list[ShardReport] = [future.result() for future in done]
-                    for report in reports:
-                        _check_visible(report)
-                    added = ingest_shards(cache, fp, [r.path for r in reports])
-                    for report in reports:
-                        Path(report.path).unlink()
-                        builds[f"{report.host}:{report.pid}"] = report.builds
-                    pairs = sum(r.pairs for r in reports)
-                    worker_seconds += sum(r.seconds for r in reports)
-                    index += len(reports)
-                    new += added
-                    computed += pairs
-                    advance(pairs)
-                    if on_shard is not None:
-                        on_shard(BatchReport(index, pairs, added, new, time.perf_counter() - t0))
-    except BaseException as exc:
-        with contextlib.suppress(Exception):
-            if futures:
-                client.cancel(futures)
-        _close(client if own_client else None, cluster)
-        record_failure(cache, run_id, exc, pairs=len(keys), new=new, t0=t0, prefix="engine=dask: ")
-        raise
-    _close(client if own_client else None, cluster)
-    for path in (folder, folder.parent):  # tidy up empty folders; keep anything else
-        with contextlib.suppress(OSError):
-            path.rmdir()
-    seconds = time.perf_counter() - t0
-    message = (f"engine=dask; scheduler={address}; workers={n_workers}; shards={len(shards)} "
-               f"(shard size {shard_size}); resumed={resumed}")
-    cache.finish_run(run_id, status="finished", pairs=len(keys), new=new, cached=cached, seconds=seconds,
-                     message=message)
-    return DistributedSummary(
-        examples=n_examples, requested=len(wanted), pairs=len(keys), new=new, cached=cached,
-        computed=computed, seconds=seconds, batches=len(shards), provider=provider.name,
-        fingerprint=fp, run_id=run_id, scheduler=address, workers=n_workers, shards=len(shards),
-        resumed=resumed, startup_seconds=startup, worker_seconds=worker_seconds, builds=builds,
-    )
+    engine = DaskEngine(client=client, scheduler=scheduler, workers=workers, shard_size=shard_size,
+                        shard_dir=shard_dir, min_density=min_density, connect_timeout=connect_timeout)
+    return run_precompute(examples, builder, cache, engine, progress=progress, run_info=run_info,
+                          on_batch=on_shard)
 
 
 def _check_visible(report: ShardReport) -> None:
@@ -482,6 +335,7 @@ def _close(client: Any, cluster: Any) -> None:
                 thing.close()
 
 
-__all__ = ["precompute_distributed", "DistributedSummary", "ProviderSpec", "ShardReport", "provider_spec",
-           "build_provider", "worker_provider", "compute_shard", "pack_blocks", "unpack_blocks", "write_shard", "ingest_shards",
-           "leftover_shards", "start_client", "import_distributed", "DEFAULT_SHARD_SIZE"]
+__all__ = ["precompute_distributed", "DaskEngine", "DistributedSummary", "ProviderSpec", "ShardReport",
+           "provider_spec", "build_provider", "worker_provider", "compute_shard", "pack_blocks", "unpack_blocks",
+           "write_shard", "ingest_shards", "leftover_shards", "default_shard_dir", "start_client",
+           "import_distributed", "DEFAULT_SHARD_SIZE"]
