@@ -13,6 +13,10 @@ folder holds::
 The model in ``model/`` carries its prior-attention settings in config.json
 (``config.priorkit``), and ``priorkit-run.json`` names the prior builder, so
 :func:`load_trained` gives back a model that behaves exactly as in training.
+
+The module is over 500 lines because training, saving, reloading and scoring
+one run share the run folder's layout, :class:`RunSpec` and the prior wiring
+(builder, collator, attention); split apart, each half would import the other.
 """
 from __future__ import annotations
 
