@@ -141,11 +141,7 @@ class PriorSpec:
 
     @classmethod
     def from_json(cls, text: str) -> "PriorSpec":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PriorkitError(f"a prior spec is not valid JSON ({exc}): {text[:80]!r}") from exc
-        return cls.from_dict(data)
+        return cls._parse(text, "JSON")
 
     def to_yaml(self) -> str:
         import yaml
@@ -154,12 +150,17 @@ class PriorSpec:
 
     @classmethod
     def from_yaml(cls, text: str) -> "PriorSpec":
+        return cls._parse(text, "YAML")
+
+    @classmethod
+    def _parse(cls, text: str, fmt: str) -> "PriorSpec":
         import yaml
 
+        loads, error = (json.loads, json.JSONDecodeError) if fmt == "JSON" else (yaml.safe_load, yaml.YAMLError)
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise PriorkitError(f"a prior spec is not valid YAML: {exc}") from exc
+            data = loads(text)
+        except error as exc:
+            raise PriorkitError(f"a prior spec is not valid {fmt} ({exc}): {text[:80]!r}") from exc
         return cls.from_dict(data)
 
 

@@ -48,13 +48,6 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def plugin_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    _faults.write_plugin(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def dev_examples():
     return read_dataset(stsb_path("dev"), limit=400)
 

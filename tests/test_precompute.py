@@ -10,7 +10,6 @@ import random
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,13 +33,6 @@ def jaccard_reference(a: str, b: str) -> float:
     ga = {f"##{a}##"[i:i + 3] for i in range(len(a) + 2)}
     gb = {f"##{b}##"[i:i + 3] for i in range(len(b) + 2)}
     return float(np.float32(len(ga & gb) / len(ga | gb)))
-
-
-@pytest.fixture(scope="module")
-def plugin_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    _faults.write_plugin(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -57,8 +57,9 @@ def provider_spec(provider: PriorProvider) -> ProviderSpec:
 
 def _portable(value: Any) -> Any:
     if isinstance(value, PriorProvider):
-        inner = getattr(value, "provider", None)  # a CachedProvider: rebuild what it wraps
-        return provider_spec(inner if isinstance(inner, PriorProvider) else value)
+        from ..cache import CachedProvider
+
+        return provider_spec(value.provider if isinstance(value, CachedProvider) else value)  # rebuild what it wraps
     if isinstance(value, dict):
         return {k: _portable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
