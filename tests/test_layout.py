@@ -99,3 +99,24 @@ def test_the_torch_block_is_real():
     out = subprocess.run([sys.executable, "-c", BLOCK_TORCH.replace("{body}", "import priorkit.collator")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "blocked in this test" in out.stderr
+
+
+def test_old_import_paths_warn_and_reexport():
+    """Renamed modules keep working: the old path warns (DeprecationWarning) and gives the same objects."""
+    code = """
+import importlib, warnings
+MOVED = [("priorkit.distributed", "priorkit.precompute.dask_engine", "precompute_distributed"),
+         ("priorkit.words", "priorkit.align.words", "paper_key"),
+         ("priorkit.evaluate", "priorkit.prior_eval", "evaluate"),
+         ("priorkit.pipeline.dist", "priorkit.pipeline.ranks", "on_main")]
+for old, new, name in MOVED:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    said = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert any(new in s for s in said), (old, said)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name), (old, name)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
