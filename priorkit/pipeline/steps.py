@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import PriorkitError
+from ..jsonfile import read_json, write_json
 from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
@@ -54,19 +54,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def _write_json(path: Path, data: Any) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a JSON file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)
+_read_json, _write_json = read_json, write_json  # the names this module's callers use
 
 
 # ---------------------------------------------------------------------------

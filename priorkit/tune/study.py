@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import PriorkitError
+from ..jsonfile import read_json, write_json
 from ..pipeline.config import PipelineConfig, config_from_dict, digest
 from ..pipeline.data import Split, load_data
 from ..pipeline.tasks import is_better
@@ -208,18 +209,11 @@ def _drop_model(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+_read = read_json
 
 
 def _write(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
+    write_json(path, data, indent=1)
 
 
 @contextlib.contextmanager
