@@ -17,7 +17,7 @@ Heavy modules (torch, transformers, duckdb) load on first attribute access.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from .errors import (
     CacheError,
@@ -46,10 +46,18 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'priorkit' has no attribute {name!r}")
+def _lazy_attributes(module: str, table: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) that imports ``table[name]`` on first access."""
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            return getattr(importlib.import_module(table[name]), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = _lazy_attributes("priorkit", _LAZY)
 
 
 __all__ = [
