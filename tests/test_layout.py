@@ -120,3 +120,20 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_docstring_examples_run():
+    """Every ``>>>`` example in priorkit/ runs and prints what it shows (docs cannot drift)."""
+    import doctest
+    import importlib
+
+    modules = []
+    for path in sorted((ROOT / "priorkit").rglob("*.py")):
+        if ">>> " not in path.read_text():
+            continue
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0, f"{name}: {result.failed} docstring examples failed"
+        modules.append((name, result.attempted))
+    assert modules and all(n > 0 for _, n in modules), modules
