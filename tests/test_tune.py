@@ -65,8 +65,8 @@ def priorkit(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
-def peek_trials(path: Path) -> list[tuple[int, str, float | None]]:
-    """(number, state, value) of every trial, read through a read-only SQLite connection.
+def peek_trials(path: Path) -> list[tuple[int, str, float | None, int]]:
+    """(number, state, value, has a heartbeat) of every trial, through a read-only connection.
 
     ``optuna.load_study`` would create Optuna's tables itself when it meets a database that
     the tuning process is still creating, and then race it ("table ... already exists").
@@ -79,8 +79,9 @@ def peek_trials(path: Path) -> list[tuple[int, str, float | None]]:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             return con.execute(
-                "SELECT t.number, t.state, v.value FROM trials t "
-                "LEFT JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0").fetchall()
+                "SELECT t.number, t.state, v.value, h.trial_id IS NOT NULL FROM trials t "
+                "LEFT JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0 "
+                "LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id").fetchall()
         finally:
             con.close()
     except sqlite3.OperationalError:  # tables not created yet, or the file is locked
@@ -231,8 +232,10 @@ def test_study_resumes_after_kill_9_without_losing_finished_trials(tmp_path, tin
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
             rows = peek_trials(db)
-            complete = {n: v for n, state, v in rows if state == "COMPLETE"}
-            running = [n for n, state, _ in rows if state == "RUNNING"]
+            complete = {n: v for n, state, v, _ in rows if state == "COMPLETE"}
+            # a trial killed before its first heartbeat is never seen as dead by Optuna (it
+            # cannot be told from one another process has just started): wait for the beat
+            running = [n for n, state, _, beat in rows if state == "RUNNING" and beat]
             if complete and running:  # one trial done, the next one in flight
                 finished = complete
                 os.kill(proc.pid, signal.SIGKILL)
