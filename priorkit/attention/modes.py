@@ -21,7 +21,9 @@ BERT), ``A`` the additive padding mask (0 where allowed, dtype-min elsewhere),
 the layers that get the prior.  To keep that cheap the scaling is folded into the
 multiplier and the mask addition into the same ``addcmul`` kernel: one pass over
 the (B, H, L, L) scores instead of three, and P stays broadcast over heads
-unless the caller restricts ``heads`` or passes a per-head prior.
+unless the caller restricts ``heads`` or passes a per-head prior.  What depends on P
+and the mask alone is computed once per forward pass by the dispatcher (``shared.py``)
+and passed in (``centred``, ``log_p``, ``additive``, ``parts``).
 """
 from __future__ import annotations
 
