@@ -14,8 +14,9 @@ A training step is forward + backward + AdamW on a batch of full-length sequence
 (no padding, so stock SDPA runs without any mask: its best case).  Each repetition
 runs every variant once, in a rotating order, so drift on a shared machine hits all
 variants alike; every step gets a fresh copy of the prior (made outside the timing), as a
-new batch would, so nothing derived from one step's prior can be reused by the next.  Both wall-clock time and the process's CPU time are recorded: when
-other jobs compete for the cores, wall time mostly measures the competition, while
+new batch would, so nothing derived from one step's prior can be reused by the next.
+Both wall-clock time and the process's CPU time are recorded: when other jobs
+compete for the cores, wall time mostly measures the competition, while
 CPU time (with --omp-passive, so idle OpenMP threads sleep instead of spinning)
 still measures the work.  A second table times one attention module alone (layer 0,
 forward + backward, same batch) to isolate each mode's per-layer cost.
