@@ -27,10 +27,16 @@ class PriorCollator:
     :param builder: a :class:`PriorBuilder`; ``None`` gives a plain collator
         (same tokenisation, no ``prior``) -- the no-prior baseline.
     :param label_key: name of the label field in the examples.
+    :param store: keep every example's token-aligned prior so later epochs assemble the
+        batch without tokenising or aligning (:class:`priorkit.aligned_store.AlignedStore`):
+        an ``AlignedStore``, a folder for one (shards written there, shared across runs and
+        DataLoader workers), or ``True`` for one in memory.  Same tensors either way.
+        Call :meth:`close` (or use the collator as a context manager) to write what is pending.
     """
 
     def __init__(self, tokenizer: Any, builder: PriorBuilder | None = None, *,
-                 label_key: str | None = None, pad_value: float = 0.0, **tokenizer_kwargs: Any) -> None:
+                 label_key: str | None = None, pad_value: float = 0.0, store: Any = None,
+                 **tokenizer_kwargs: Any) -> None:
         if builder is not None and tokenizer is not None and tokenizer is not builder.tokenizer:
             if getattr(tokenizer, "name_or_path", None) != getattr(builder.tokenizer, "name_or_path", None):
                 raise PriorkitError(
@@ -44,6 +50,18 @@ class PriorCollator:
         self.label_key = label_key
         self.pad_value = pad_value
         self.tokenizer_kwargs = tokenizer_kwargs
+        self.store = _make_store(builder, store)
+
+    def close(self) -> None:
+        """Write the store's pending examples (no-op without a store)."""
+        if self.store is not None:
+            self.store.flush()
+
+    def __enter__(self) -> "PriorCollator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         if not examples:
@@ -67,7 +85,8 @@ class PriorCollator:
                 f"PriorCollator examples need 'text_a' (and 'text_b') or 'words'; got keys {sorted(first)}"
             )
         if self.builder is not None:
-            batch = self.builder.build_batch(texts_a, texts_b, pad_value=self.pad_value, **self.tokenizer_kwargs)
+            source = self.store if self.store is not None else self.builder
+            batch = source.build_batch(texts_a, texts_b, pad_value=self.pad_value, **self.tokenizer_kwargs)
         else:
             split = texts_b is None and not isinstance(texts_a[0], str)
             batch = self.tokenizer(texts_a, texts_b, is_split_into_words=split, padding=True,
@@ -96,3 +115,20 @@ class PriorCollator:
                     labels[b, t] = int(word_labels[w])
                 previous = w
         return labels
+
+
+def _make_store(builder: PriorBuilder | None, store: Any):
+    if store is None or store is False:
+        return None
+    if builder is None:
+        raise PriorkitError("PriorCollator(store=...) needs a PriorBuilder: a plain collator has no prior to store.")
+    from .aligned_store import AlignedStore
+
+    if isinstance(store, AlignedStore):
+        if store.builder is not builder:
+            raise PriorkitError("PriorCollator got an AlignedStore made for another PriorBuilder; "
+                                "make the store with this collator's builder.")
+        return store
+    if store is True:
+        return AlignedStore(builder)
+    return AlignedStore(builder, store)

@@ -215,3 +215,12 @@ def test_errors_are_clear(minilm_path, minilm_tokenizer):
 def test_loads_tokenizer_from_local_path(minilm_path):
     builder = PriorBuilder(str(minilm_path), Trigram(), layout="full")
     assert builder.build("hello world").shape[0] == 4
+
+
+def test_tokenizer_fingerprint_ignores_padding_and_truncation_state(minilm_tokenizer):
+    """A padded, truncated call changes the backend's settings, not the tokenizer's identity."""
+    from priorkit.align import tokenizer_fingerprint
+
+    before = tokenizer_fingerprint(minilm_tokenizer)
+    minilm_tokenizer(["a man", "a woman plays the guitar"], padding=True, truncation=True, max_length=4)
+    assert tokenizer_fingerprint(minilm_tokenizer) == before

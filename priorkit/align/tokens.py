@@ -55,9 +55,16 @@ def load_tokenizer(tokenizer: Any):
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
-    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials)."""
+    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials).
+
+    The backend's padding and truncation settings are left out: a call with ``padding=True``
+    or ``truncation=True`` changes them, and they decide nothing about the tokens of a text.
+    """
     try:
-        blob = tokenizer.backend_tokenizer.to_str()
+        state = json.loads(tokenizer.backend_tokenizer.to_str())
+        state.pop("padding", None)
+        state.pop("truncation", None)
+        blob = json.dumps(state, sort_keys=True)
     except Exception:  # noqa: BLE001 - fall back to the vocabulary
         blob = json.dumps(sorted(tokenizer.get_vocab().items()))
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__

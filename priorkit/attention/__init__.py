@@ -6,8 +6,10 @@
     disable_prior_attention(model)                                 # exactly the stock model again
 
 Modules: ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
-AttentionInterface / AttentionMaskInterface), ``architectures`` (supported encoders),
-``checkpoint`` (gates after from_pretrained), ``api`` (enable/disable).
+AttentionInterface / AttentionMaskInterface), ``kernels`` (SDPA / FlexAttention / eager,
+``PRIORKIT_ATTENTION_KERNEL``), ``shared`` (tensors computed once per forward pass),
+``architectures`` (supported encoders), ``checkpoint`` (gates after from_pretrained),
+``api`` (enable/disable).
 See docs/attention.md.
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from . import modes
+from . import kernels, modes, shared
 from .architectures import BASE_IMPLEMENTATIONS
 from .errors import UnsupportedModelError
 
@@ -62,31 +62,73 @@ class LayerPrior:
         kwargs: dict[str, Any],
     ) -> tuple[Tensor, Tensor | None]:
         prior4 = modes.prior_as_4d(prior, query, key)  # (B, 1|H, L, L)
-        dtype = query.dtype
+        dtype, device, opts = query.dtype, query.device, self.options
         scaling = kwargs.get("scaling")
         if scaling is None:
             scaling = query.shape[-1] ** -0.5
+
+        def once(key_: tuple, make: Callable[[], Any]) -> Any:
+            """Derived from the prior and the mask alone: computed by the first prior layer of
+            this forward pass, reused by the others (see shared.py)."""
+            return shared.per_forward(prior, mask, (*key_, dtype, device), make)
+
         if self.mode == "supervise":
             # the stock computation; the prior only shapes the training loss
             if module.training and torch.is_grad_enabled():
-                kl = modes.supervision_kl(query, key, mask, prior4, scaling, self.heads, self.options["power"])
-                module.__dict__[SUPERVISION_ATTR] = kl * self.options["weight"]
+                power = opts["power"]
+                parts = once(("supervise", self.heads, power),
+                             lambda: modes.supervision_parts(mask, prior4, self.heads, power))
+                kl = modes.supervision_kl(query, key, mask, prior4, scaling, self.heads, power, parts)
+                module.__dict__[SUPERVISION_ATTR] = kl * opts["weight"]
             return base(module, query, key, value, mask, **kwargs)
-        if self.mode == "learned_bias":
-            strength = self.head_vector(module, query, modes.LEARNABLE["learned_bias"])
-            float_mask = modes.learned_bias_mask(prior4, mask, strength, self.options["eps"], dtype)
-            return base(module, query, key, value, float_mask, **kwargs)
-        sel = modes.head_selector(query.shape[1], self.heads, query.device)
+
+        dropout = kwargs.get("dropout", 0.0)
+        kernel = kernels.choose(query, module.training, dropout)
+        if self.mode in ("multiply", "gate"):
+            additive = once(("additive",), lambda: modes.additive_mask(mask, dtype))
+            if kernel == "flex":
+                factor = once(("P",), lambda: prior4.to(dtype))
+                if self.mode == "gate":
+                    heads_vec = self.head_vector(module, query, GATE_PARAM)
+                else:
+                    heads_vec = None if self.heads is None else once(
+                        ("selected", self.heads, query.shape[1]), lambda: self.selected(query))
+                return kernels.flex_forward(query, key, value, kernels.make_score_mod(
+                    factor=factor, factor_heads=heads_vec, additive=additive), scaling)
+            if self.mode == "multiply":
+                multiplier = once(("s*P", scaling, self.heads), lambda: modes.multiply_multiplier(
+                    prior4, scaling, modes.head_selector(query.shape[1], self.heads, device), dtype))
+            else:
+                centred = once(("P-1",), lambda: prior4.to(dtype) - 1)
+                multiplier = modes.gate_multiplier(prior4, scaling, self.head_vector(module, query, GATE_PARAM),
+                                                   dtype, centred)
+            return modes.eager_attention(module, query, key, value, multiplier, additive, dropout)
+
         if self.mode == "bias":
-            float_mask = modes.bias_mask(prior4, mask, self.options["lam"], self.options["eps"], sel, dtype)
-            return base(module, query, key, value, float_mask, **kwargs)
-        if self.mode == "multiply":
-            multiplier = modes.multiply_multiplier(prior4, scaling, sel, dtype)
-        else:  # gate
-            multiplier = modes.gate_multiplier(prior4, scaling, self.head_vector(module, query, GATE_PARAM), dtype)
-        return modes.eager_attention(
-            module, query, key, value, multiplier, modes.additive_mask(mask, dtype), kwargs.get("dropout", 0.0)
-        )
+            lam, eps = opts["lam"], opts["eps"]
+            float_mask = once(("bias", lam, eps, self.heads), lambda: modes.bias_mask(
+                prior4, mask, lam, eps, modes.head_selector(query.shape[1], self.heads, device), dtype))
+            if kernel == "flex":
+                return kernels.flex_forward(query, key, value, kernels.make_score_mod(additive=float_mask), scaling)
+        else:  # learned_bias
+            eps = opts["eps"]
+            strength = self.head_vector(module, query, modes.LEARNABLE["learned_bias"])
+            log_p = once(("log P", eps), lambda: modes.log_prior(prior4, eps))
+            additive32 = once(("additive32",), lambda: modes.additive_mask(mask, torch.float32))
+            if kernel == "flex":
+                return kernels.flex_forward(query, key, value, kernels.make_score_mod(
+                    log_p=log_p, log_heads=strength, additive=additive32), scaling)
+            float_mask = modes.learned_bias_mask(prior4, mask, strength, eps, dtype, log_p, additive32)
+        if kernel == "eager":
+            one = once(("scaling", scaling), lambda: torch.tensor(scaling, dtype=dtype, device=device))
+            return modes.eager_attention(module, query, key, value, one, float_mask, dropout)
+        return base(module, query, key, value, float_mask, **kwargs)
+
+    def selected(self, query: Tensor) -> Tensor:
+        """(H,) 1 for the heads in ``heads=``, 0 elsewhere, in the query's dtype."""
+        out = torch.zeros(query.shape[1], dtype=query.dtype, device=query.device)
+        out[list(self.heads)] = 1
+        return out
 
     def head_vector(self, module: nn.Module, query: Tensor, name: str) -> Tensor:
         """The (H,) vector of a learnable per-head parameter: its entries for the chosen

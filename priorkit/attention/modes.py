@@ -21,7 +21,9 @@ BERT), ``A`` the additive padding mask (0 where allowed, dtype-min elsewhere),
 the layers that get the prior.  To keep that cheap the scaling is folded into the
 multiplier and the mask addition into the same ``addcmul`` kernel: one pass over
 the (B, H, L, L) scores instead of three, and P stays broadcast over heads
-unless the caller restricts ``heads`` or passes a per-head prior.
+unless the caller restricts ``heads`` or passes a per-head prior.  What depends on P
+and the mask alone is computed once per forward pass by the dispatcher (``shared.py``)
+and passed in (``centred``, ``log_p``, ``additive``, ``parts``).
 """
 from __future__ import annotations
 
@@ -107,12 +109,17 @@ def multiply_multiplier(prior4: Tensor, scaling: float, sel: Tensor | None, dtyp
     return mult
 
 
-def gate_multiplier(prior4: Tensor, scaling: float, gate: Tensor, dtype: torch.dtype) -> Tensor:
-    """``s * (1 + g_h (P - 1))`` (B, H, L, L); ``gate`` is (H,) with 0 for ungated heads."""
+def gate_multiplier(prior4: Tensor, scaling: float, gate: Tensor, dtype: torch.dtype,
+                    centred: Tensor | None = None) -> Tensor:
+    """``s * (1 + g_h (P - 1))`` (B, H, L, L); ``gate`` is (H,) with 0 for ungated heads.
+
+    ``centred`` is ``P - 1`` in ``dtype`` when the caller already has it (it is the same in
+    every gated layer of a forward pass); then this is one ``addcmul`` pass.
+    """
     scaled_gate = (gate.to(dtype) * scaling).view(1, -1, 1, 1)  # (1, H, 1, 1)
-    return torch.addcmul(
-        torch.tensor(scaling, dtype=dtype, device=prior4.device), prior4.to(dtype) - 1, scaled_gate
-    )
+    if centred is None:
+        centred = prior4.to(dtype) - 1
+    return torch.addcmul(torch.tensor(scaling, dtype=dtype, device=prior4.device), centred, scaled_gate)
 
 
 def bias_mask(
@@ -120,43 +127,58 @@ def bias_mask(
 ) -> Tensor:
     """The float mask ``A + lam * log(max(P, eps))`` (B, 1|H, L, L) for the model's own kernel.
 
-    Computed in float32 and clamped to the dtype's range before the cast, so a
-    float16 mask cannot overflow to -inf (a fully -inf row would give NaN).
+    Computed in float32 (in place after the first pass: clamp, log, scale, mask) and,
+    for half dtypes, clamped to the dtype's range before the cast, so a float16 mask
+    cannot overflow to -inf (a fully -inf row would give NaN).  A boolean mask is
+    applied with ``masked_fill_`` (dtype-min where a key is padding), a float mask added.
     """
-    bias = torch.log(prior4.float().clamp_min(eps)).mul_(lam)  # (B, 1|H, L, L)
+    bias = torch.clamp_min(prior4.float(), eps).log_()  # (B, 1|H, L, L), a fresh float32 tensor
+    if lam != 1.0:
+        bias.mul_(lam)
     if sel is not None:
-        bias = bias * sel
+        bias = bias * sel  # heads outside ``sel``: 0
     lowest = torch.finfo(dtype).min
-    if mask is None:
-        out = bias
-    elif mask.dtype == torch.bool:
-        out = bias.masked_fill(~mask, lowest) if mask.shape == bias.shape else torch.where(mask, bias, lowest)
-    else:
-        out = bias + mask.float()
-    return out.clamp_min_(lowest).to(dtype)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            if torch.broadcast_shapes(mask.shape, bias.shape) == bias.shape:
+                bias.masked_fill_(mask.logical_not(), lowest)
+            else:
+                bias = torch.where(mask, bias, lowest)
+        elif torch.broadcast_shapes(mask.shape, bias.shape) == bias.shape:
+            bias.add_(mask)
+            bias.clamp_min_(lowest)
+        else:
+            bias = (bias + mask.float()).clamp_min_(lowest)
+    if dtype != torch.float32:
+        bias.clamp_min_(lowest)
+    return bias.to(dtype)
 
 
 def log_prior(prior4: Tensor, eps: float) -> Tensor:
     """``log(max(P, eps))`` in float32 (B, 1|H, L, L): the additive form of a prior."""
-    return torch.log(prior4.float().clamp_min(eps))
+    return torch.clamp_min(prior4.float(), eps).log_()
 
 
 def learned_bias_mask(
-    prior4: Tensor, mask: Tensor | None, strength: Tensor, eps: float, dtype: torch.dtype
+    prior4: Tensor, mask: Tensor | None, strength: Tensor, eps: float, dtype: torch.dtype,
+    log_p: Tensor | None = None, additive: Tensor | None = None,
 ) -> Tensor:
     """The float mask ``A + lam_h * log(max(P, eps))`` (B, H, L, L); ``strength`` is (H,).
 
     Differentiable in ``strength`` (SDPA passes gradients to a float ``attn_mask``).
-    Heads outside ``heads=`` have strength 0.
+    Heads outside ``heads=`` have strength 0.  ``log_p`` (:func:`log_prior`) and
+    ``additive`` (the padding mask as float32, :func:`additive_mask`) are the same in
+    every layer of a forward pass; given them, the (B, H, L, L) mask is one ``addcmul``.
     """
-    bias = log_prior(prior4, eps) * strength.float().view(1, -1, 1, 1)  # (B, H, L, L)
-    lowest = torch.finfo(dtype).min
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            bias = bias.masked_fill(~mask, lowest)
-        else:
-            bias = bias + mask.float()
-    return bias.clamp_min(lowest).to(dtype)
+    if log_p is None:
+        log_p = log_prior(prior4, eps)
+    if additive is None and mask is not None:
+        additive = additive_mask(mask, torch.float32)
+    weights = strength.float().view(1, -1, 1, 1)
+    out = log_p * weights if additive is None else torch.addcmul(additive, log_p, weights)  # (B, H, L, L)
+    if dtype == torch.float32 and additive is None:
+        return out  # finite: log_p >= log(eps)
+    return out.clamp_min_(torch.finfo(dtype).min).to(dtype)  # in place: no extra (B, H, L, L) copy
 
 
 def supervision_target(prior4: Tensor, power: float, keys: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -176,33 +198,46 @@ def supervision_target(prior4: Tensor, power: float, keys: Tensor | None = None)
     return p / total.clamp_min(1e-12), valid
 
 
+def supervision_parts(
+    mask: Tensor | None, prior4: Tensor, heads: tuple[int, ...] | None, power: float
+) -> tuple[Tensor | None, Tensor, Tensor, Tensor]:
+    """What :func:`supervision_kl` needs besides Q and K, the same in every supervised layer
+    of a forward pass: the float32 additive mask, the target ``T`` (B, 1|h, L, L), the
+    rows that count (B, 1|h, L) and ``sum_k T log T`` per row (B, 1|h, L)."""
+    if heads is not None and prior4.shape[1] > 1:
+        prior4 = prior4.index_select(1, torch.tensor(heads, device=prior4.device))
+    keys = None
+    if mask is not None:
+        keys = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+    target, valid = supervision_target(prior4, power, keys)
+    return additive_mask(mask, torch.float32), target, valid, torch.xlogy(target, target).sum(-1)
+
+
 def supervision_kl(
     query: Tensor, key: Tensor, mask: Tensor | None, prior4: Tensor, scaling: float,
     heads: tuple[int, ...] | None, power: float,
+    parts: tuple[Tensor | None, Tensor, Tensor, Tensor] | None = None,
 ) -> Tensor:
     """Mean ``KL(T || A)`` over the chosen heads and the rows that count (a scalar).
 
     ``A = softmax(s Q K^T + mask)`` is recomputed here for the chosen heads only, so the
     stock kernel keeps producing the layer's output; padded keys get zero weight
     (the mask) and zero target (the prior's padding), padded queries drop out.
+    ``KL = sum T log T - sum T log A`` row by row; the first term and the target come
+    from ``parts`` (:func:`supervision_parts`, shared by the layers of a forward pass).
     """
     if key.shape[1] != query.shape[1]:  # grouped-query attention (EuroBERT)
         key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
     if heads is not None:
         index = torch.tensor(heads, device=query.device)
         query, key = query.index_select(1, index), key.index_select(1, index)
-        if prior4.shape[1] > 1:
-            prior4 = prior4.index_select(1, index)
-    logits = torch.matmul(query.float(), key.float().transpose(2, 3)) * scaling  # (B, h, L, L)
-    additive = additive_mask(mask, torch.float32)
+    additive, target, valid, neg_entropy = parts if parts is not None else supervision_parts(
+        mask, prior4, heads, power)
+    logits = torch.matmul(query.float() * scaling, key.float().transpose(2, 3))  # (B, h, L, L)
     if additive is not None:
-        logits = logits + additive
+        logits.add_(additive)
     log_a = F.log_softmax(logits, dim=-1)
-    keys = None
-    if mask is not None:
-        keys = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
-    target, valid = supervision_target(prior4, power, keys)  # (B, 1|h, L, L), (B, 1|h, L)
-    kl_rows = (torch.xlogy(target, target) - target * log_a).sum(-1)  # (B, h, L)
+    kl_rows = neg_entropy - (target * log_a).sum(-1)  # (B, h, L)
     valid = valid.expand_as(kl_rows)
     count = valid.sum().clamp_min(1)
     return (kl_rows * valid).sum() / count

@@ -202,8 +202,10 @@ def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
 def make_collator(cfg: PipelineConfig, tokenizer: Any, builder: Any):
     from ..collator import PriorCollator
 
+    # store=True: every epoch after the first assembles the priors from memory (same tensors,
+    # no tokenising or aligning again; see priorkit/aligned_store.py)
     return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder,
-                         truncation=True, max_length=cfg.model.max_length)
+                         store=builder is not None, truncation=True, max_length=cfg.model.max_length)
 
 
 #: env var naming a folder: each process appends the index of every training example it loads
