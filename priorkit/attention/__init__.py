@@ -7,7 +7,8 @@
 
 Modules: ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
 AttentionInterface / AttentionMaskInterface), ``architectures`` (supported encoders),
-``checkpoint`` (gates after from_pretrained), ``api`` (enable/disable).
+``checkpoint`` (gates after from_pretrained), ``api`` (enable/disable), ``guard``
+(``prior=`` on a model that was never enabled raises).
 See docs/attention.md.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from .api import PriorSettings, disable_prior_attention, enable_prior_attention, prior_parameters, supervision_loss
 from .architectures import supported_architectures
 from .errors import PriorAttentionConfigError, PriorShapeError, UnsupportedModelError
+from .guard import PriorNotEnabledError  # importing it guards models that were never enabled
 from .modes import MODE_OPTIONS
 
 __all__ = [
@@ -28,4 +30,5 @@ __all__ = [
     "PriorShapeError",
     "PriorAttentionConfigError",
     "UnsupportedModelError",
+    "PriorNotEnabledError",
 ]

@@ -104,7 +104,9 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
     from ..resources import minilm_path
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
-    tok = tokenizer or str(minilm_path())
+    from .core import tokenizer_source
+
+    tok = tokenizer_source(tokenizer)
     if preset == "paper":
         if single:
             raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "

@@ -110,6 +110,41 @@ def parse_params(params: tuple[str, ...]) -> dict:
     return out
 
 
+def tokenizer_source(value: str | None) -> str:
+    """``--tokenizer``: a local folder or a Hub id already in the local cache, checked in one line."""
+    import os
+    from pathlib import Path
+
+    if value is None:
+        from ..resources import minilm_path
+
+        return str(minilm_path())
+    path = Path(value).expanduser()
+    if path.is_dir():
+        if not any((path / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt")):
+            raise click.BadParameter(f"{path} holds no tokenizer files (tokenizer.json, tokenizer_config.json)",
+                                     param_hint="--tokenizer")
+        return str(path)
+    if path.exists():
+        raise click.BadParameter(f"{path} is a file; pass the folder that holds tokenizer.json",
+                                 param_hint="--tokenizer")
+    looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or os.sep != "/" and os.sep in value
+    if looks_like_path:
+        raise click.BadParameter(f"no folder {value}; pass a tokenizer folder or a Hugging Face Hub id",
+                                 param_hint="--tokenizer")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+        from transformers.utils.hub import cached_file
+
+        found = cached_file(value, "tokenizer_config.json", local_files_only=True,
+                            _raise_exceptions_for_missing_entries=False,
+                            _raise_exceptions_for_connection_errors=False)
+        if found is None:
+            raise click.BadParameter(
+                f"{value} is neither a local folder nor in the Hugging Face cache, and HF_HUB_OFFLINE is set; "
+                "pass a local tokenizer folder (the default is the fetched MiniLM)", param_hint="--tokenizer")
+    return value
+
+
 @click.command("show")
 @click.argument("text_a")
 @click.argument("text_b", required=False)
@@ -127,7 +162,7 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     from ..plugins import get_provider
     from ..resources import minilm_path
 
-    tok = tokenizer or str(minilm_path())
+    tok = tokenizer_source(tokenizer)
     prov = get_provider(provider, **parse_params(params))
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
