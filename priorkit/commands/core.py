@@ -145,6 +145,10 @@ def tokenizer_source(value: str | None) -> str:
     return value
 
 
+#: at most this many tokens get the full matrix by default (wider does not fit a terminal)
+SHOW_MATRIX_TOKENS = 20
+
+
 @click.command("show")
 @click.argument("text_a")
 @click.argument("text_b", required=False)
@@ -155,37 +159,113 @@ def tokenizer_source(value: str | None) -> str:
               help="paper: the paper's preset (default for a pair with the wordnet provider).")
 @click.option("--layout", type=click.Choice(["paper", "full"]), default=None)
 @click.option("--cache", type=click.Path(dir_okay=False), default=None, help="Read word pairs from this cache.")
+@click.option("--max-length", type=click.IntRange(min=4), default=None,
+              help="Tokens to show [default: the tokenizer's model_max_length]; longer input is truncated.")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Word pairs listed for input longer than 20 tokens (highest values first).")
+@click.option("--all", "show_all", is_flag=True, help="Print the full token x token matrix, however long.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Write tokens and matrix as JSON to this file ('-': standard output, no table).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write a heat-map PNG here.")
-def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, out) -> None:
-    """Print (and plot) the token-aligned prior of a sentence or a pair."""
-    from ..align import PriorBuilder
-    from ..plugins import get_provider
-    from ..resources import minilm_path
+def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, max_length, top, show_all,
+                 json_out, out) -> None:
+    """Print (and plot) the token-aligned prior of a sentence or a pair.
 
-    tok = tokenizer_source(tokenizer)
+    Up to 20 tokens the table is the whole matrix; longer input lists the
+    --top highest word pairs (the full matrix with --all or --json).
+    """
+    from ..align import PriorBuilder, load_tokenizer
+    from ..plugins import get_provider
+
+    tok = load_tokenizer(tokenizer_source(tokenizer))
+    limit = max_length or _model_max_length(tok)
     prov = get_provider(provider, **parse_params(params))
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
+    kw = {"truncation": True, "max_length": limit}
     if preset == "paper":
         if text_b is None:
             raise click.UsageError("the paper preset needs two sentences")
-        builder = PriorBuilder.paper(tok, provider=prov, cache=cache)  # wordnet's default measure is xia2021
+        builder = PriorBuilder.paper(tok, provider=prov, cache=cache, **kw)  # wordnet's default measure is xia2021
     else:
-        builder = PriorBuilder(tok, prov, layout=layout or "full", cache=cache)
+        builder = PriorBuilder(tok, prov, layout=layout or "full", cache=cache, **kw)
+    full = len(tok(text_a, text_b, truncation=False, verbose=False)["input_ids"])
+    if full > limit:
+        why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"
+        click.echo(f"note: the input has {full} tokens; showing the first {limit} ({why})", err=True)
     P = builder.build(text_a, text_b)
-    tokens = builder.encode(text_a, text_b).tokens()
-    from rich.console import Console
-    from rich.table import Table
+    encoding = builder.encode(text_a, text_b)
+    tokens = encoding.tokens()
+    title = f"prior ({builder.layout} layout, {prov.name})"
+    if json_out:
+        doc = {"tokens": tokens, "matrix": [[round(v, 6) for v in row] for row in P.tolist()],
+               "layout": builder.layout, "provider": prov.describe(), "tokens_in_input": full,
+               "truncated": full > limit}
+        text = json.dumps(doc)
+        if json_out == "-":
+            click.echo(text)
+        else:
+            from pathlib import Path
 
-    table = Table(title=f"prior ({builder.layout} layout, {prov.name})", show_lines=False)
-    table.add_column("")
-    for t in tokens:
-        table.add_column(t, justify="right")
-    for i, t in enumerate(tokens):
-        table.add_row(t, *[f"{v:.2f}" for v in P[i].tolist()])
-    Console(width=max(120, 8 * (len(tokens) + 2))).print(table)
+            Path(json_out).write_text(text + "\n")
+            click.echo(f"wrote {json_out}", err=True)
+    if json_out != "-":
+        _print_prior(P.numpy(), tokens, builder, encoding, text_a, text_b, title, top, show_all)
     if out:
         from ..viz import plot_prior
 
         plot_prior(P.numpy(), tokens, out, title=f"{prov.name} prior, {builder.layout} layout")
         click.echo(f"wrote {out}")
+
+
+def _model_max_length(tokenizer) -> int:
+    n = getattr(tokenizer, "model_max_length", None)
+    return int(n) if isinstance(n, int) and 0 < n < 100_000 else 512
+
+
+def _print_prior(P, tokens, builder, encoding, text_a, text_b, title, top, show_all) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    L = len(tokens)
+    if show_all or L <= SHOW_MATRIX_TOKENS:
+        table = Table(title=title, show_lines=False)
+        table.add_column("")
+        for t in tokens:
+            table.add_column(t, justify="right")
+        for i, t in enumerate(tokens):
+            table.add_row(t, *[f"{v:.2f}" for v in P[i].tolist()])
+        Console(width=max(120, 8 * (L + 2))).print(table)
+        return
+    cells = top_cells(P, builder.align(encoding, text_a, text_b), pair=text_b is not None)
+    table = Table(title=title)
+    for col, just in (("token i", "left"), ("token j", "left"), ("i", "right"), ("j", "right"), ("value", "right")):
+        table.add_column(col, justify=just)
+    for i, j, v in cells[:top]:
+        table.add_row(tokens[i], tokens[j], str(i), str(j), f"{v:.3f}")
+    Console().print(table)
+    click.echo(f"the {min(top, len(cells))} highest of {len(cells):,} word pairs ({L} tokens); --all prints the "
+               f"whole {L} x {L} matrix, --json FILE writes it", err=True)
+
+
+def top_cells(P, alignment, pair: bool) -> list[tuple[int, int, float]]:
+    """(i, j, value) of word pairs, highest first: each word by its first token, special
+    tokens left out; for a pair only cells across the two sentences (within one sentence
+    the paper layout is constant)."""
+    import numpy as np
+
+    word = alignment.token_word
+    first = {}
+    for t in np.flatnonzero(~alignment.special & (word >= 0)).tolist():
+        first.setdefault(int(word[t]), t)
+    idx = np.array(sorted(first.values()), dtype=np.int64)
+    if len(idx) < 2:
+        return []
+    sub = P[np.ix_(idx, idx)]
+    side = alignment.token_side[idx]
+    mask = (side[:, None] != side[None, :]) if pair else ~np.eye(len(idx), dtype=bool)
+    mask &= np.triu(np.ones_like(mask), 1).astype(bool)
+    r, c = np.nonzero(mask)
+    vals = sub[r, c]
+    order = np.lexsort((c, r, -vals))  # highest first, then reading order
+    return [(int(idx[r[k]]), int(idx[c[k]]), float(vals[k])) for k in order.tolist()]

@@ -295,7 +295,8 @@ class Predictor:
             yield start, enc, logits
 
     def _note_truncation(self, start: int, a: list, b: list | None, words: bool) -> None:
-        lengths = [len(ids) for ids in self.tokenizer(a, b, is_split_into_words=words, truncation=False)["input_ids"]]
+        lengths = [len(ids) for ids in self.tokenizer(a, b, is_split_into_words=words, truncation=False,
+                                                 verbose=False)["input_ids"]]
         self.truncated += [start + i for i, n in enumerate(lengths) if n > self.max_length]
 
     def logits(self, inputs: Iterable[Any], batch_size: int = 32, progress: bool = False) -> list[np.ndarray]:
