@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -74,16 +75,26 @@ def data_group() -> None:
 @click.argument("names", nargs=-1)
 @click.option("--all", "fetch_all", is_flag=True, help="Fetch every known resource.")
 @click.option("--force", is_flag=True, help="Download again even if present.")
-def data_fetch(names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
+@click.pass_context
+def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
     """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim."""
+    from tqdm.auto import tqdm
+
     from .. import resources
 
     todo = list(resources.RESOURCES) if fetch_all else list(names)
     if not todo:
         raise click.UsageError(f"name a resource ({', '.join(resources.RESOURCES)}) or pass --all")
-    for name in todo:
-        folder = resources.fetch(name, force=force)
-        click.echo(f"{name}: {folder}")
+    unknown = [n for n in todo if n not in resources.RESOURCES]
+    if unknown:
+        raise click.BadParameter(f"unknown resource(s) {', '.join(unknown)}; known: {', '.join(resources.RESOURCES)}",
+                                 param_hint="NAMES")
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    bar = tqdm(todo, desc="data fetch", unit="resource", disable=quiet or None, leave=False)
+    for name in bar:
+        bar.set_postfix_str(name)
+        folder = resources.fetch(name, force=force, quiet=quiet)
+        bar.write(f"{name}: {folder}", file=sys.stdout)
 
 
 @data_group.command("list")
