@@ -99,24 +99,22 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
     if not examples:
         raise click.UsageError(f"{dataset} holds no examples")
     from ..align import PriorBuilder, tokenizer_fingerprint
-    from ..plugins import get_provider
     from ..precompute import precompute
-    from ..resources import minilm_path
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
-    from .core import tokenizer_source
+    from .core import provider_option, tokenizer_source
 
     tok = tokenizer_source(tokenizer)
     if preset == "paper":
         if single:
             raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
                                    "(use --provider NAME --layout full)")
-        prov = get_provider(provider, **_parse_params(params)) if provider else None
+        prov = provider_option(provider, _parse_params(params)) if provider else None
         builder = PriorBuilder.paper(tok, provider=prov)  # None: wordnet xia2021
     else:
         if (layout or "full") == "paper" and single:
             raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
-        builder = PriorBuilder(tok, get_provider(provider, **_parse_params(params)), layout=layout or "full")
+        builder = PriorBuilder(tok, provider_option(provider, _parse_params(params)), layout=layout or "full")
     run_info = {
         "dataset": str(dataset),
         "dataset_checksum": file_checksum(dataset),

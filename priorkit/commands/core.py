@@ -121,6 +121,17 @@ def parse_params(params: tuple[str, ...]) -> dict:
     return out
 
 
+def provider_option(name: str, params: dict):
+    """``--provider NAME --param k=v``: an unknown name is a usage error (exit 2), listing the known ones."""
+    from ..errors import UnknownProviderError
+    from ..plugins import get_provider
+
+    try:
+        return get_provider(name, **params)
+    except UnknownProviderError as exc:
+        raise click.BadParameter(str(exc), param_hint="--provider") from None
+
+
 def tokenizer_source(value: str | None) -> str:
     """``--tokenizer``: a local folder or a Hub id already in the local cache, checked in one line."""
     import os
@@ -186,11 +197,10 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     --top highest word pairs (the full matrix with --all or --json).
     """
     from ..align import PriorBuilder, load_tokenizer
-    from ..plugins import get_provider
 
     tok = load_tokenizer(tokenizer_source(tokenizer))
     limit = max_length or _model_max_length(tok)
-    prov = get_provider(provider, **parse_params(params))
+    prov = provider_option(provider, parse_params(params))
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
     kw = {"truncation": True, "max_length": limit}
