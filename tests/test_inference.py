@@ -278,3 +278,32 @@ def test_long_text_is_truncated_with_a_warning(sts_run):
     assert len(records) == 2 and model.truncated == [0]
     with pytest.raises(priorkit.PriorkitError, match="more than the model takes"):
         priorkit.load_model(sts_run, max_length=4096)
+
+
+def test_cache_is_read_never_written_and_a_locked_cache_is_skipped(sts_run, sts_pairs):
+    from priorkit.cache import CachedProvider, PriorCache
+
+    cache_file = Path(json.loads((sts_run / "model" / "priorkit.json").read_text())["prior"]["cache"])
+    before = PriorCache(cache_file, read_only=True).count()
+    model = priorkit.load_model(sts_run)
+    assert isinstance(model.builder.provider, CachedProvider)
+    reference = np.stack(model.logits(sts_pairs))  # test pairs: words training never saw
+    assert model.builder.provider.stats.misses > 0 and model.builder.provider.stats.hits > 0
+    del model
+    assert PriorCache(cache_file, read_only=True).count() == before  # computed, not written
+
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import duckdb, time
+        con = duckdb.connect({str(cache_file)!r})
+        print("holding", flush=True)
+        time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.warns(priorkit.inference.PredictionWarning, match="not reading the prior cache"):
+            locked = priorkit.load_model(sts_run)
+        np.testing.assert_array_equal(np.stack(locked.logits(sts_pairs)), reference)  # same values, computed
+    finally:
+        holder.kill()
+        holder.wait()
+    assert PriorCache(cache_file, read_only=True).count() == before

@@ -154,28 +154,35 @@ def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, us
             f"{where}: the {prior['provider']} provider's fingerprint is now {provider.fingerprint}, the "
             f"model was trained with {prior['fingerprint']} (its version, parameters or data changed): "
             "priors may differ from those seen in training", PredictionWarning, stacklevel=3)
-    cache = _open_cache(prior.get("cache"), provider) if use_cache else None
+    if use_cache:
+        provider = _cached(prior.get("cache"), provider)
     kw = {"truncation": True, "max_length": max_length}
     if prior.get("preset") == "paper":
-        return PriorBuilder.paper(tokenizer, provider=provider, cache=cache, **kw)
-    return PriorBuilder(tokenizer, provider, layout=prior.get("layout", "full"), cache=cache,
+        return PriorBuilder.paper(tokenizer, provider=provider, **kw)
+    return PriorBuilder(tokenizer, provider, layout=prior.get("layout", "full"),
                         neutral=float(prior.get("neutral", 1.0)), keys=prior.get("keys", "strip"), **kw)
 
 
-def _open_cache(path: str | None, provider: Any, timeout: float = 5.0) -> Any:
-    """The run's cache, read-only and loaded now; None (with a warning) when it cannot be read."""
+#: seconds to wait for a lock another process holds on the run's cache before computing instead
+CACHE_TIMEOUT = 3.0
+
+
+def _cached(path: str | None, provider: Any) -> Any:
+    """``provider`` reading the run's cache: read-only, its pairs loaded into memory now (so
+    a writer that takes the file later changes nothing), nothing ever written; words the
+    cache lacks are computed.  The plain provider (with a warning) when the file cannot be read."""
     if not path or not Path(path).exists():
-        return None
+        return provider
     from ..cache import CachedProvider, PriorCache
 
     try:
-        cache = PriorCache(path, read_only=True, timeout=timeout)
-        CachedProvider(provider, cache).load()  # fails now on a lock held by a writer, not mid-prediction
+        cached = CachedProvider(provider, PriorCache(path, read_only=True, timeout=CACHE_TIMEOUT))
+        cached.ensure_loaded()  # a lock held by a writer fails here, not mid-prediction
     except CacheError as exc:
         warnings.warn(f"not reading the prior cache ({exc}); priors are computed instead",
                       PredictionWarning, stacklevel=4)
-        return None
-    return cache
+        return provider
+    return cached
 
 
 # ---------------------------------------------------------------------------
@@ -216,7 +223,8 @@ class Predictor:
     # ---- inputs -----------------------------------------------------------
     def examples(self, inputs: Iterable[Any]) -> list[dict]:
         """Normalise inputs to ``{"text_a", "text_b"}`` / ``{"words"}`` dicts, checking their kind."""
-        if isinstance(inputs, (str, tuple)) or (isinstance(inputs, dict)):
+        one_pair = isinstance(inputs, tuple) and len(inputs) == 2 and all(isinstance(t, str) for t in inputs)
+        if isinstance(inputs, (str, dict)) or one_pair:
             inputs = [inputs]
         out = []
         for i, item in enumerate(inputs):
