@@ -14,6 +14,12 @@ def add_commands(cli: click.Group) -> None:
     cli.add_command(cache_group)
 
 
+def _quiet() -> bool:
+    """``priorkit -q``: no progress bars."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and (ctx.find_root().obj or {}).get("quiet"))
+
+
 def _parse_params(params: tuple[str, ...]) -> dict:
     from .core import parse_params
 
@@ -129,10 +135,10 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
             summary = precompute_distributed(
                 examples, builder, cache, scheduler=scheduler, workers=workers or 2,
                 shard_size=shard_size or DEFAULT_SHARD_SIZE, shard_dir=shard_dir,
-                progress=progress and not as_json, run_info=run_info)
+                progress=progress and not as_json and not _quiet(), run_info=run_info)
         else:
             summary = precompute(examples, builder, cache, batch_size=batch_size,
-                                 progress=progress and not as_json, run_info=run_info)
+                                 progress=progress and not as_json and not _quiet(), run_info=run_info)
     except KeyboardInterrupt:
         kept = "committed batches are" if engine == "local" else "ingested shards and finished shard files are"
         click.echo(f"interrupted; {kept} kept in {cache.path}. Run the same command again to resume.", err=True)
