@@ -54,7 +54,9 @@ def test_ctrl_c_exits_130(tmp_path):
 
     proc = subprocess.Popen([sys.executable, "-m", "priorkit", "precompute", str(stsb_path("train")), "--preset",
                              "paper", "--cache", str(cache), "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            # a suite started in the background inherits SIGINT ignored: undo that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
