@@ -237,33 +237,45 @@ def test_classification_gives_label_and_probabilities(tiny_bert, minilm_tokenize
 
 
 # --------------------------------------------------------------------------- bad input
-def test_predict_refuses_bad_folders_inputs_and_existing_out(sts_run, tmp_path):
+def in_process(capsys, *args: str) -> tuple[int, str]:
+    """``priorkit ARGS`` through the real entry point in this process: (exit status, stderr)."""
+    from priorkit.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+def test_predict_refuses_bad_folders_inputs_and_existing_out(sts_run, tmp_path, capsys):
     source = tmp_path / "in.csv"
     source.write_text("sentence1,sentence2\nA man plays guitar.,A woman plays the guitar.\n")
     (tmp_path / "not-a-run").mkdir()
-    result = cli("predict", str(tmp_path / "not-a-run"), str(source))
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+    code, err = in_process(capsys, "predict", str(tmp_path / "not-a-run"), str(source))
+    assert code == 1
+    assert err.strip().splitlines() == [
         f"error: {tmp_path / 'not-a-run' / 'config.json'} is missing: {tmp_path / 'not-a-run'} is not a model "
         "folder (a run folder holds it under model/)"]
 
     broken = tmp_path / "no-weights"
     shutil.copytree(sts_run / "model", broken)
     (broken / "model.safetensors").unlink()
-    result = cli("predict", str(broken), str(source))
-    assert result.returncode == 1 and "model.safetensors is missing" in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    code, err = in_process(capsys, "predict", str(broken), str(source))
+    assert code == 1 and "model.safetensors is missing" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
     single = tmp_path / "single.csv"
     single.write_text("text,label\nA man plays guitar.,1\n")
-    result = cli("predict", str(sts_run), str(single))
-    assert result.returncode == 1
-    assert "compares sentence pairs" in result.stderr and "columns: text, label" in result.stderr
+    code, err = in_process(capsys, "predict", str(sts_run), str(single))
+    assert code == 1
+    assert "compares sentence pairs" in err and "columns: text, label" in err
 
     out = tmp_path / "out.jsonl"
     out.write_text("keep me\n")
-    result = cli("predict", str(sts_run), str(source), "--out", str(out))
-    assert result.returncode == 2 and "--force" in result.stderr
+    code, err = in_process(capsys, "predict", str(sts_run), str(source), "--out", str(out))
+    assert code == 2 and "--force" in err
     assert out.read_text() == "keep me\n"
     result = cli("-q", "predict", str(sts_run), str(source), "--out", str(out), "--force")
     assert result.returncode == 0 and json.loads(out.read_text())["score"] > -1e9
