@@ -175,7 +175,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
 
 @click.group("cache")
 def cache_group() -> None:
-    """Inspect the DuckDB cache of word-pair priors."""
+    """Inspect the DuckDB cache of word-pair priors, and remove entries (delete, prune)."""
 
 
 @cache_group.command("info")
