@@ -2,7 +2,7 @@
 
     python benchmarks/cache_faults.py [--trials 20] [--seed 0] [--out faults.json]
 
-Fault classes (helpers in benchmarks/_faults.py, shared with tests/test_cache_faults.py):
+Fault classes (helpers in tests/support/faults.py, shared with tests/test_cache_faults.py):
 
 - kill -9: ``--trials`` trials; each SIGKILLs a precompute twice on one fresh
   file -- first at a uniformly random time of (90% of) the whole run, of its start-up
@@ -36,8 +36,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _faults as F  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import faults as F  # noqa: E402 - the test suite's fault helpers
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ Heavy modules (torch, transformers, duckdb) load on first attribute access.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from .errors import (
     CacheError,
@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "PriorBuilder": "priorkit.align",
+    "PriorSpec": "priorkit.spec",
     "PriorCache": "priorkit.cache",
     "CachedProvider": "priorkit.cache",
     "enable_prior_attention": "priorkit.attention",
@@ -52,12 +53,24 @@ _LAZY = {
 _GUARDED = ("PriorBuilder", "PriorCollator")
 
 
+def _lazy_attributes(module: str, table: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) that imports ``table[name]`` on first access."""
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            return getattr(importlib.import_module(table[name]), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+_lazy = _lazy_attributes("priorkit", _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        if name in _GUARDED:  # a batch with `prior` must not go silently to a model never enabled
-            importlib.import_module("priorkit.attention.guard")
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'priorkit' has no attribute {name!r}")
+    if name in _GUARDED:  # a batch with `prior` must not go silently to a model never enabled
+        importlib.import_module("priorkit.attention.guard")
+    return _lazy(name)
 
 
 __all__ = [

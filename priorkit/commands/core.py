@@ -121,13 +121,13 @@ def parse_params(params: tuple[str, ...]) -> dict:
     return out
 
 
-def provider_option(name: str, params: dict):
-    """``--provider NAME --param k=v``: an unknown name is a usage error (exit 2), listing the known ones."""
+def provider_option(build):
+    """Build the ``--provider NAME --param k=v`` provider; an unknown name is a usage error
+    (exit 2) that lists the known ones."""
     from ..errors import UnknownProviderError
-    from ..plugins import get_provider
 
     try:
-        return get_provider(name, **params)
+        return build()
     except UnknownProviderError as exc:
         raise click.BadParameter(str(exc), param_hint="--provider") from None
 
@@ -196,20 +196,20 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     Up to 20 tokens the table is the whole matrix; longer input lists the
     --top highest word pairs (the full matrix with --all or --json).
     """
-    from ..align import PriorBuilder, load_tokenizer
+    from ..align import load_tokenizer
+    from ..spec import PriorSpec
 
     tok = load_tokenizer(tokenizer_source(tokenizer))
     limit = max_length or _model_max_length(tok)
-    prov = provider_option(provider, parse_params(params))
+    parsed = parse_params(params)
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
-    kw = {"truncation": True, "max_length": limit}
-    if preset == "paper":
-        if text_b is None:
-            raise click.UsageError("the paper preset needs two sentences")
-        builder = PriorBuilder.paper(tok, provider=prov, cache=cache, **kw)  # wordnet's default measure is xia2021
-    else:
-        builder = PriorBuilder(tok, prov, layout=layout or "full", cache=cache, **kw)
+    if preset == "paper" and text_b is None:
+        raise click.UsageError("the paper preset needs two sentences")
+    spec = PriorSpec(provider=provider, params=parsed, preset=None if preset == "none" else preset,
+                     layout=layout or "full")
+    prov = provider_option(spec.build_provider)
+    builder = spec.build_builder(tok, provider=prov, cache=cache, truncation=True, max_length=limit)
     full = len(tok(text_a, text_b, truncation=False, verbose=False)["input_ids"])
     if full > limit:
         why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"

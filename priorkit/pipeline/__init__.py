@@ -6,16 +6,15 @@
     sweep = run_sweep(cfg)                  # sweep.fractions x sweep.seeds x sweep.priors
     trained = load_trained("runs/demo/paper/frac1/seed0")   # model with its prior settings
 
-Modules: ``config`` (schema, YAML, overrides, validation), ``data`` (splits,
-slices, fractions), ``tasks`` (heads and metrics), ``train`` (Trainer, reload),
-``steps`` (skip-if-valid steps), ``sweep`` (grid, table, plot).  See
+Modules: ``config`` (loader, schema, checks), ``data`` (splits,
+slices, fractions), ``tasks`` (heads and metrics), ``train`` (Trainer, reload,
+model evaluation), ``steps`` (skip-if-valid steps), ``sweep`` (grid, table, plot),
+``ranks`` (several processes under torchrun).  See
 docs/pipelines.md.  Heavy modules (torch, transformers) load on first use.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .. import _lazy_attributes
 from .config import ConfigError, PipelineConfig, config_from_dict, load_config
 
 _LAZY = {
@@ -30,10 +29,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'priorkit.pipeline' has no attribute {name!r}")
+__getattr__ = _lazy_attributes("priorkit.pipeline", _LAZY)
 
 
 __all__ = ["ConfigError", "PipelineConfig", "config_from_dict", "load_config", *_LAZY]

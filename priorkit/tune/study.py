@@ -18,6 +18,10 @@ How a study runs (docs/tune.md):
   running; trials left "running" by a dead process are failed after a heartbeat
   grace period and retried once, and trials interrupted with Ctrl-C are retried on
   the next start.  Several processes may run ``priorkit tune`` on one study at once.
+
+The module is over 500 lines because the study's objective, its storage and its
+retry rules for failed and abandoned trials work on the same Optuna objects
+and are read together.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import PriorkitError
+from ..jsonfile import read_json, write_json
 from ..pipeline.config import PipelineConfig, config_from_dict, digest
 from ..pipeline.data import Split, load_data
 from ..pipeline.tasks import is_better
@@ -204,18 +209,11 @@ def _drop_model(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+_read = read_json
 
 
 def _write(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
+    write_json(path, data, indent=1)
 
 
 @contextlib.contextmanager
