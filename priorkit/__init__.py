@@ -12,6 +12,9 @@ Public API (see docs/architecture.md)::
     priorkit.enable_prior_attention(model, layers=(0,), mode="multiply")
     model(**batch, prior=P_batch)
 
+    trained = priorkit.load_model("runs/demo/paper/frac1/seed0")   # a trained run, prior on
+    trained.predict([("A man plays.", "A woman plays.")])          # [{"score": ...}]
+
 Heavy modules (torch, transformers, duckdb) load on first attribute access.
 """
 from __future__ import annotations
@@ -43,7 +46,11 @@ _LAZY = {
     "enable_prior_attention": "priorkit.attention",
     "disable_prior_attention": "priorkit.attention",
     "PriorCollator": "priorkit.collator",
+    "load_model": "priorkit.inference",
+    "Predictor": "priorkit.inference",
 }
+
+_GUARDED = ("PriorBuilder", "PriorCollator")
 
 
 def _lazy_attributes(module: str, table: dict[str, str]) -> Callable[[str], Any]:
@@ -57,7 +64,13 @@ def _lazy_attributes(module: str, table: dict[str, str]) -> Callable[[str], Any]
     return __getattr__
 
 
-__getattr__ = _lazy_attributes("priorkit", _LAZY)
+_lazy = _lazy_attributes("priorkit", _LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _GUARDED:  # a batch with `prior` must not go silently to a model never enabled
+        importlib.import_module("priorkit.attention.guard")
+    return _lazy(name)
 
 
 __all__ = [

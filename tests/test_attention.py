@@ -20,6 +20,7 @@ from transformers.utils import logging as hf_logging
 
 from priorkit.attention import (
     PriorAttentionConfigError,
+    PriorNotEnabledError,
     PriorShapeError,
     UnsupportedModelError,
     disable_prior_attention,
@@ -147,7 +148,12 @@ def test_architecture(model_type):
                 assert torch.equal(recomputed, out)
 
         disable_prior_attention(model)
-        assert torch.equal(main_output(model(**batch, prior=rand_prior(B, L))), stock)
+        assert torch.equal(main_output(model(**batch)), stock)
+        if model.config._attn_implementation == "sdpa":  # the guard covers sdpa (attention/guard.py)
+            with pytest.raises(PriorNotEnabledError, match="without prior attention"):
+                model(**batch, prior=rand_prior(B, L))
+        else:  # eager models call their own function directly: prior= is not seen
+            assert torch.equal(main_output(model(**batch, prior=rand_prior(B, L))), stock)
 
 
 # ------------------------------------------------------- the maths, by hand

@@ -89,7 +89,7 @@ def test_cli_prints_the_location_without_a_traceback(tmp_path, capsys):
     path = _write(tmp_path / "p.yaml", DATA + "train:\n  epochs: 'five'\n")
     with pytest.raises(SystemExit) as info:
         main(["run", str(path)])
-    assert info.value.code == 2
+    assert info.value.code == 1  # a runtime error (a bad file), not a usage error
     err = capsys.readouterr().err
     assert f"error: {path}:5: train.epochs: expected a number, got 'five'" in err
     assert "Traceback" not in err

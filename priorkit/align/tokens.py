@@ -45,11 +45,17 @@ def load_tokenizer(tokenizer: Any):
 
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
     if not getattr(tokenizer, "is_fast", False):
+        name = getattr(tokenizer, "name_or_path", "") or "PATH"
+        cls = type(tokenizer).__name__
+        fast = cls.removesuffix("Legacy").removesuffix("Slow")
+        fast = fast if fast != cls else "AutoTokenizer"
         raise TokenizerError(
-            f"{type(tokenizer).__name__} is a slow (Python) tokenizer; priorkit aligns priors "
-            "with the character offsets only fast tokenizers give. Load it with "
-            "AutoTokenizer.from_pretrained(name_or_path) (fast is the default) or convert it "
-            "with transformers' convert_slow_tokenizer."
+            f"{name} gives a slow (Python) {cls}; priorkit aligns priors with the character offsets "
+            "only fast tokenizers (backed by a tokenizer.json) give. Save a fast copy once: "
+            f"python -c \"from transformers import {fast}; {fast}.from_pretrained('{name}')"
+            f".save_pretrained('{name}-fast')\" and pass --tokenizer {name}-fast (in Python: that "
+            "folder, or the fast object). SentencePiece tokenizers need `pip install sentencepiece "
+            "protobuf` for the conversion; a model with no fast tokenizer at all cannot be aligned."
         )
     return tokenizer
 

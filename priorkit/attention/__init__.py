@@ -9,7 +9,7 @@ Modules: ``modes`` (the maths), ``dispatch`` (what is registered in transformers
 AttentionInterface / AttentionMaskInterface), ``kernels`` (SDPA / FlexAttention / eager,
 ``PRIORKIT_ATTENTION_KERNEL``), ``shared`` (tensors computed once per forward pass),
 ``architectures`` (supported encoders), ``checkpoint`` (gates after from_pretrained),
-``api`` (enable/disable).
+``api`` (enable/disable), ``guard`` (``prior=`` on a model that was never enabled raises).
 See docs/attention.md.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from .api import PriorSettings, disable_prior_attention, enable_prior_attention, prior_parameters, supervision_loss
 from .architectures import supported_architectures
 from .errors import PriorAttentionConfigError, PriorShapeError, UnsupportedModelError
+from .guard import PriorNotEnabledError  # importing it guards models that were never enabled
 from .modes import MODE_OPTIONS
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "PriorShapeError",
     "PriorAttentionConfigError",
     "UnsupportedModelError",
+    "PriorNotEnabledError",
 ]

@@ -22,6 +22,7 @@ folds alike.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import json
 import os
 import re
@@ -323,6 +324,52 @@ class PriorCache(CacheFile):
             "providers": providers,
             "runs": recent,
         }
+
+    # ---- removing entries (``priorkit cache delete`` / ``cache prune``) ----------
+    def last_written(self) -> dict[str, _dt.datetime]:
+        """Per fingerprint: when it was registered or last precomputed (UTC, naive)."""
+        with self.connect() as con:
+            rows = con.execute(
+                """SELECT p.fingerprint, greatest(p.created, coalesce(max(coalesce(r.finished, r.started)),
+                                                                     p.created))
+                   FROM providers p LEFT JOIN runs r USING (fingerprint) GROUP BY p.fingerprint, p.created"""
+            ).fetchall()
+        return {fp: when for fp, when in rows}
+
+    def delete_many(self, fingerprints: Sequence[str]) -> dict[str, int]:
+        """Remove these providers and their pairs in one transaction (all or nothing);
+        {fingerprint: pairs removed}.  Every other entry stays; refused on a read-only cache."""
+        fingerprints = list(dict.fromkeys(fingerprints))
+        if not fingerprints:
+            return {}
+        with self.connect(write=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                counts = {fp: int(con.execute("SELECT count(*) FROM pairs WHERE fingerprint = ?",
+                                              [fp]).fetchall()[0][0]) for fp in fingerprints}
+                for fp in fingerprints:
+                    con.execute("DELETE FROM pairs WHERE fingerprint = ?", [fp])
+                    con.execute("DELETE FROM providers WHERE fingerprint = ?", [fp])
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    con.execute("ROLLBACK")
+                raise
+            con.execute("CHECKPOINT")  # give the space back to the file's free list now
+        return counts
+
+    def prune(self, older_than: _dt.timedelta, now: _dt.datetime | None = None,
+              dry_run: bool = False) -> dict[str, int]:
+        """Remove every provider last written (see :meth:`last_written`) more than
+        ``older_than`` ago, with its pairs; {fingerprint: pairs (to be) removed}."""
+        if older_than.total_seconds() < 0:
+            raise ValueError(f"older_than must not be negative, got {older_than}")
+        cutoff = (now or _utcnow()) - older_than
+        old = sorted(fp for fp, when in self.last_written().items() if when < cutoff)
+        if dry_run:
+            counts = {p["fingerprint"]: int(p["pairs"]) for p in self.providers()}
+            return {fp: counts.get(fp, 0) for fp in old}
+        return self.delete_many(old)
 
 
 

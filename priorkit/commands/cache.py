@@ -1,4 +1,4 @@
-"""Cache commands: ``priorkit precompute`` and ``priorkit cache info``."""
+"""Cache commands: ``priorkit precompute`` and ``priorkit cache info | delete | prune``."""
 from __future__ import annotations
 
 import json
@@ -12,6 +12,12 @@ from ..cache import DEFAULT_TIMEOUT
 def add_commands(cli: click.Group) -> None:
     cli.add_command(precompute_command)
     cli.add_command(cache_group)
+
+
+def _quiet() -> bool:
+    """``priorkit -q``: no progress bars."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and (ctx.find_root().obj or {}).get("quiet"))
 
 
 def _parse_params(params: tuple[str, ...]) -> dict:
@@ -100,11 +106,11 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         raise click.UsageError(f"{dataset} holds no examples")
     from ..align import tokenizer_fingerprint
     from ..precompute import make_engine, run_precompute
-    from ..resources import minilm_path
     from ..spec import PriorSpec
+    from .core import provider_option, tokenizer_source
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
-    tok = tokenizer or str(minilm_path())
+    tok = tokenizer_source(tokenizer)
     if preset == "paper" and single:
         raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
                                "(use --provider NAME --layout full)")
@@ -112,7 +118,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
     # without --provider, --preset paper means its own provider (priorkit.spec.PAPER_PROVIDER)
     spec = PriorSpec(provider=provider, params=_parse_params(params), preset=preset, layout=layout or "full")
-    builder = spec.build_builder(tok)
+    builder = spec.build_builder(tok, provider=provider_option(spec.build_provider))
     run_info = {
         "dataset": str(dataset),
         "dataset_checksum": file_checksum(dataset),
@@ -124,7 +130,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
                {"scheduler": scheduler, "workers": workers, "shard_size": shard_size, "shard_dir": shard_dir})
     try:
         summary = run_precompute(examples, builder, cache, make_engine(engine, **options),
-                                 progress=progress and not as_json, run_info=run_info)
+                                 progress=progress and not as_json and not _quiet(), run_info=run_info)
     except KeyboardInterrupt:
         kept = "committed batches are" if engine == "local" else "ingested shards and finished shard files are"
         click.echo(f"interrupted; {kept} kept in {cache.path}. Run the same command again to resume.", err=True)
@@ -161,7 +167,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
 
 @click.group("cache")
 def cache_group() -> None:
-    """Inspect the DuckDB cache of word-pair priors."""
+    """Inspect the DuckDB cache of word-pair priors, and remove entries (delete, prune)."""
 
 
 @cache_group.command("info")
@@ -213,3 +219,103 @@ def cache_info(cache_path, runs, timeout, as_json) -> None:
 
 def _n(v) -> str:
     return "-" if v is None else f"{v:,}"
+
+
+_CACHE_OPTION = click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
+                             help="Cache file (default: $PRIORKIT_CACHE or PRIORKIT_HOME/cache.duckdb).")
+
+
+def _writable_cache(cache_path, timeout):
+    """The existing cache file opened for writing; a missing or read-only file is refused."""
+    import os
+
+    from ..cache import PriorCache, default_cache_path
+    from ..errors import CacheError
+
+    path = Path(cache_path).expanduser() if cache_path else default_cache_path()
+    if not path.exists():
+        raise CacheError(f"no prior cache at {path}; nothing to remove")
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        raise CacheError(f"{path} is read-only (file or folder permissions); nothing was removed. "
+                         "Remove entries where the cache is writable")
+    return PriorCache(path, timeout=timeout)
+
+
+def _report(removed: dict[str, int], names: dict[str, str], dry_run: bool, cache) -> None:
+    verb = "would remove" if dry_run else "removed"
+    for fp, n in removed.items():
+        click.echo(f"{verb} {fp} ({names.get(fp, '?')}): {n:,} pairs")
+    left = cache.count()
+    click.echo(f"{verb} {len(removed)} provider(s), {sum(removed.values()):,} pairs; {cache.path} holds "
+               f"{left:,} pairs")
+
+
+@cache_group.command("delete")
+@click.option("--provider", "provider_name", default=None,
+              help="Remove every fingerprint of this provider (name as in `priorkit cache info`).")
+@click.option("--fingerprint", "fingerprints", multiple=True, help="Remove this fingerprint (repeatable).")
+@_CACHE_OPTION
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True)
+def cache_delete(provider_name, fingerprints, cache_path, dry_run, timeout) -> None:
+    """Remove a provider's cached values (all its fingerprints, or the ones named).
+
+    Other providers' entries are never touched; the removal is one transaction.
+    """
+    from ..errors import CacheError
+
+    if bool(provider_name) == bool(fingerprints):
+        raise click.UsageError("pass --provider NAME or --fingerprint FP (one of them)")
+    cache = _writable_cache(cache_path, timeout) if not dry_run else _read_cache(cache_path, timeout)
+    known = {p["fingerprint"]: p for p in cache.providers()}
+    names = {fp: p["name"] for fp, p in known.items()}
+    if provider_name:
+        chosen = [fp for fp, p in known.items() if p["name"] == provider_name]
+        if not chosen:
+            have = sorted(set(names.values()))
+            raise CacheError(f"{cache.path} holds no entries of provider {provider_name!r}; "
+                             f"it holds: {', '.join(have) or 'nothing'}")
+    else:
+        unknown = [fp for fp in fingerprints if fp not in known]
+        if unknown:
+            raise CacheError(f"{cache.path} holds no fingerprint {', '.join(unknown)}; "
+                             f"`priorkit cache info --cache {cache.path}` lists them")
+        chosen = list(fingerprints)
+    removed = ({fp: int(known[fp]["pairs"]) for fp in chosen} if dry_run else cache.delete_many(chosen))
+    _report(removed, names, dry_run, cache)
+
+
+def _read_cache(cache_path, timeout):
+    from ..cache import PriorCache
+
+    return PriorCache(cache_path, read_only=True, timeout=timeout)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str):
+    """'90m', '12h', '30d', '2w' (or a sum such as '1d12h') -> timedelta."""
+    import datetime as dt
+    import re
+
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhdw])", text.strip().lower())
+    if not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([smhdw])", "", text.strip().lower()).strip():
+        raise click.BadParameter(f"{text!r} is not a duration; write e.g. 90m, 12h, 30d or 2w",
+                                 param_hint="--older-than")
+    return dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+@cache_group.command("prune")
+@click.option("--older-than", "older_than", required=True, metavar="DURATION",
+              help="Remove providers last written (registered or precomputed) longer ago than this: 90m, 12h, 30d, 2w.")
+@_CACHE_OPTION
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True)
+def cache_prune(older_than, cache_path, dry_run, timeout) -> None:
+    """Remove the providers (and their pairs) not written for a while."""
+    age = parse_duration(older_than)
+    cache = _writable_cache(cache_path, timeout) if not dry_run else _read_cache(cache_path, timeout)
+    names = {p["fingerprint"]: p["name"] for p in cache.providers()}
+    removed = cache.prune(age, dry_run=dry_run)
+    _report(removed, names, dry_run, cache)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -74,16 +75,26 @@ def data_group() -> None:
 @click.argument("names", nargs=-1)
 @click.option("--all", "fetch_all", is_flag=True, help="Fetch every known resource.")
 @click.option("--force", is_flag=True, help="Download again even if present.")
-def data_fetch(names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
+@click.pass_context
+def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
     """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim."""
+    from tqdm.auto import tqdm
+
     from .. import resources
 
     todo = list(resources.RESOURCES) if fetch_all else list(names)
     if not todo:
         raise click.UsageError(f"name a resource ({', '.join(resources.RESOURCES)}) or pass --all")
-    for name in todo:
-        folder = resources.fetch(name, force=force)
-        click.echo(f"{name}: {folder}")
+    unknown = [n for n in todo if n not in resources.RESOURCES]
+    if unknown:
+        raise click.BadParameter(f"unknown resource(s) {', '.join(unknown)}; known: {', '.join(resources.RESOURCES)}",
+                                 param_hint="NAMES")
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    bar = tqdm(todo, desc="data fetch", unit="resource", disable=quiet or None, leave=False)
+    for name in bar:
+        bar.set_postfix_str(name)
+        folder = resources.fetch(name, force=force, quiet=quiet)
+        bar.write(f"{name}: {folder}", file=sys.stdout)
 
 
 @data_group.command("list")
@@ -110,6 +121,56 @@ def parse_params(params: tuple[str, ...]) -> dict:
     return out
 
 
+def provider_option(build):
+    """Build the ``--provider NAME --param k=v`` provider; an unknown name is a usage error
+    (exit 2) that lists the known ones."""
+    from ..errors import UnknownProviderError
+
+    try:
+        return build()
+    except UnknownProviderError as exc:
+        raise click.BadParameter(str(exc), param_hint="--provider") from None
+
+
+def tokenizer_source(value: str | None) -> str:
+    """``--tokenizer``: a local folder or a Hub id already in the local cache, checked in one line."""
+    import os
+    from pathlib import Path
+
+    if value is None:
+        from ..resources import minilm_path
+
+        return str(minilm_path())
+    path = Path(value).expanduser()
+    if path.is_dir():
+        if not any((path / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt")):
+            raise click.BadParameter(f"{path} holds no tokenizer files (tokenizer.json, tokenizer_config.json)",
+                                     param_hint="--tokenizer")
+        return str(path)
+    if path.exists():
+        raise click.BadParameter(f"{path} is a file; pass the folder that holds tokenizer.json",
+                                 param_hint="--tokenizer")
+    looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or os.sep != "/" and os.sep in value
+    if looks_like_path:
+        raise click.BadParameter(f"no folder {value}; pass a tokenizer folder or a Hugging Face Hub id",
+                                 param_hint="--tokenizer")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+        from transformers.utils.hub import cached_file
+
+        found = cached_file(value, "tokenizer_config.json", local_files_only=True,
+                            _raise_exceptions_for_missing_entries=False,
+                            _raise_exceptions_for_connection_errors=False)
+        if found is None:
+            raise click.BadParameter(
+                f"{value} is neither a local folder nor in the Hugging Face cache, and HF_HUB_OFFLINE is set; "
+                "pass a local tokenizer folder (the default is the fetched MiniLM)", param_hint="--tokenizer")
+    return value
+
+
+#: at most this many tokens get the full matrix by default (wider does not fit a terminal)
+SHOW_MATRIX_TOKENS = 20
+
+
 @click.command("show")
 @click.argument("text_a")
 @click.argument("text_b", required=False)
@@ -120,13 +181,26 @@ def parse_params(params: tuple[str, ...]) -> dict:
               help="paper: the paper's preset (default for a pair with the wordnet provider).")
 @click.option("--layout", type=click.Choice(["paper", "full"]), default=None)
 @click.option("--cache", type=click.Path(dir_okay=False), default=None, help="Read word pairs from this cache.")
+@click.option("--max-length", type=click.IntRange(min=4), default=None,
+              help="Tokens to show [default: the tokenizer's model_max_length]; longer input is truncated.")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Word pairs listed for input longer than 20 tokens (highest values first).")
+@click.option("--all", "show_all", is_flag=True, help="Print the full token x token matrix, however long.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Write tokens and matrix as JSON to this file ('-': standard output, no table).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write a heat-map PNG here.")
-def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, out) -> None:
-    """Print (and plot) the token-aligned prior of a sentence or a pair."""
-    from ..resources import minilm_path
+def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, max_length, top, show_all,
+                 json_out, out) -> None:
+    """Print (and plot) the token-aligned prior of a sentence or a pair.
+
+    Up to 20 tokens the table is the whole matrix; longer input lists the
+    --top highest word pairs (the full matrix with --all or --json).
+    """
+    from ..align import load_tokenizer
     from ..spec import PriorSpec
 
-    tok = tokenizer or str(minilm_path())
+    tok = load_tokenizer(tokenizer_source(tokenizer))
+    limit = max_length or _model_max_length(tok)
     parsed = parse_params(params)
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
@@ -134,22 +208,85 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
         raise click.UsageError("the paper preset needs two sentences")
     spec = PriorSpec(provider=provider, params=parsed, preset=None if preset == "none" else preset,
                      layout=layout or "full")
-    prov = spec.build_provider()
-    builder = spec.build_builder(tok, provider=prov, cache=cache)
+    prov = provider_option(spec.build_provider)
+    builder = spec.build_builder(tok, provider=prov, cache=cache, truncation=True, max_length=limit)
+    full = len(tok(text_a, text_b, truncation=False, verbose=False)["input_ids"])
+    if full > limit:
+        why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"
+        click.echo(f"note: the input has {full} tokens; showing the first {limit} ({why})", err=True)
     P = builder.build(text_a, text_b)
-    tokens = builder.encode(text_a, text_b).tokens()
-    from rich.console import Console
-    from rich.table import Table
+    encoding = builder.encode(text_a, text_b)
+    tokens = encoding.tokens()
+    title = f"prior ({builder.layout} layout, {prov.name})"
+    if json_out:
+        doc = {"tokens": tokens, "matrix": [[round(v, 6) for v in row] for row in P.tolist()],
+               "layout": builder.layout, "provider": prov.describe(), "tokens_in_input": full,
+               "truncated": full > limit}
+        text = json.dumps(doc)
+        if json_out == "-":
+            click.echo(text)
+        else:
+            from pathlib import Path
 
-    table = Table(title=f"prior ({builder.layout} layout, {prov.name})", show_lines=False)
-    table.add_column("")
-    for t in tokens:
-        table.add_column(t, justify="right")
-    for i, t in enumerate(tokens):
-        table.add_row(t, *[f"{v:.2f}" for v in P[i].tolist()])
-    Console(width=max(120, 8 * (len(tokens) + 2))).print(table)
+            Path(json_out).write_text(text + "\n")
+            click.echo(f"wrote {json_out}", err=True)
+    if json_out != "-":
+        _print_prior(P.numpy(), tokens, builder, encoding, text_a, text_b, title, top, show_all)
     if out:
         from ..viz import plot_prior
 
         plot_prior(P.numpy(), tokens, out, title=f"{prov.name} prior, {builder.layout} layout")
         click.echo(f"wrote {out}")
+
+
+def _model_max_length(tokenizer) -> int:
+    n = getattr(tokenizer, "model_max_length", None)
+    return int(n) if isinstance(n, int) and 0 < n < 100_000 else 512
+
+
+def _print_prior(P, tokens, builder, encoding, text_a, text_b, title, top, show_all) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    L = len(tokens)
+    if show_all or L <= SHOW_MATRIX_TOKENS:
+        table = Table(title=title, show_lines=False)
+        table.add_column("")
+        for t in tokens:
+            table.add_column(t, justify="right")
+        for i, t in enumerate(tokens):
+            table.add_row(t, *[f"{v:.2f}" for v in P[i].tolist()])
+        Console(width=max(120, 8 * (L + 2))).print(table)
+        return
+    cells = top_cells(P, builder.align(encoding, text_a, text_b), pair=text_b is not None)
+    table = Table(title=title)
+    for col, just in (("token i", "left"), ("token j", "left"), ("i", "right"), ("j", "right"), ("value", "right")):
+        table.add_column(col, justify=just)
+    for i, j, v in cells[:top]:
+        table.add_row(tokens[i], tokens[j], str(i), str(j), f"{v:.3f}")
+    Console().print(table)
+    click.echo(f"the {min(top, len(cells))} highest of {len(cells):,} word pairs ({L} tokens); --all prints the "
+               f"whole {L} x {L} matrix, --json FILE writes it", err=True)
+
+
+def top_cells(P, alignment, pair: bool) -> list[tuple[int, int, float]]:
+    """(i, j, value) of word pairs, highest first: each word by its first token, special
+    tokens left out; for a pair only cells across the two sentences (within one sentence
+    the paper layout is constant)."""
+    import numpy as np
+
+    word = alignment.token_word
+    first = {}
+    for t in np.flatnonzero(~alignment.special & (word >= 0)).tolist():
+        first.setdefault(int(word[t]), t)
+    idx = np.array(sorted(first.values()), dtype=np.int64)
+    if len(idx) < 2:
+        return []
+    sub = P[np.ix_(idx, idx)]
+    side = alignment.token_side[idx]
+    mask = (side[:, None] != side[None, :]) if pair else ~np.eye(len(idx), dtype=bool)
+    mask &= np.triu(np.ones_like(mask), 1).astype(bool)
+    r, c = np.nonzero(mask)
+    vals = sub[r, c]
+    order = np.lexsort((c, r, -vals))  # highest first, then reading order
+    return [(int(idx[r[k]]), int(idx[c[k]]), float(vals[k])) for k in order.tolist()]

@@ -50,12 +50,14 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     results = []
     from rich.console import Console
 
-    console = Console(stderr=True)
-    for spec, provider in built.items():
-        for pairs in sets:
-            if not quiet:
-                console.print(f"[dim]{spec} on {pairs.name} ({len(pairs)} pairs)...[/dim]")
-            results.append(evaluate(provider, pairs, label=spec, neutral=fill))
+    from tqdm.auto import tqdm
+
+    silent = quiet or bool((click.get_current_context().obj or {}).get("quiet"))
+    jobs = [(spec, provider, pairs) for spec, provider in built.items() for pairs in sets]
+    bar = tqdm(jobs, desc="eval-prior", unit="benchmark", disable=silent or None, leave=False)
+    for spec, provider, pairs in bar:
+        bar.set_postfix_str(f"{spec} on {pairs.name} ({len(pairs)} pairs)")
+        results.append(evaluate(provider, pairs, label=spec, neutral=fill))
     if json_out:
         payload = json.dumps(
             {"benchmarks": {p.name: str(p.path) for p in sets}, "neutral": neutral,

@@ -230,6 +230,9 @@ def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: fl
         "created": _now(),
     }
     _write_json(spec.run_dir / METRICS_FILE, metrics)
+    from ..inference.folder import add_scores
+
+    add_scores(spec.run_dir / MODEL_DIR, scores)  # into priorkit.json and the model card
     if not spec.cfg.train.keep_model:
         shutil.rmtree(spec.run_dir / MODEL_DIR, ignore_errors=True)
     main = scores[spec.cfg.sweep.split if spec.cfg.sweep.split in scores else spec.cfg.evaluate[0]]

@@ -6,7 +6,8 @@ folder holds::
     run.json            what the run is (train key, prior, fraction, seed)
     config.yaml         the resolved pipeline config and prior setting
     checkpoints/        Trainer checkpoints (resume); removed when done unless kept
-    model/              the final model + tokenizer + priorkit-run.json
+    model/              the final model + tokenizer + priorkit-run.json, priorkit.json and
+                        README.md (model card): ``priorkit.load_model`` / ``priorkit predict``
     train_log.json      the Trainer's log history (loss, learning rate, ...)
     metrics.json        scores per evaluated split, with the keys they are valid for
 
@@ -448,7 +449,7 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         "threads": torch.get_num_threads(),
         "world_size": int(trainer.args.world_size),
     }
-    _save_model(spec, trainer, tokenizer, task, summary)
+    _save_model(spec, trainer, tokenizer, task, summary, inputs=_input_kind(train, task))
 
     history = trainer.state.log_history
 
@@ -470,7 +471,14 @@ def _release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict) -> None:
+def _input_kind(train: Split, task: Task) -> str:
+    from ..inference.folder import input_kind
+
+    return input_kind(train.examples[0] if train.examples else None, task.type)
+
+
+def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict,
+                inputs: str = "pairs") -> None:
     """Write ``model/`` atomically: a half-written model never looks finished.
 
     Every process calls it: ``trainer.save_model`` writes on the main process
@@ -488,6 +496,9 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
         meta["train"] = summary
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
         (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
+        from ..inference.folder import write_model_files
+
+        write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
 

@@ -1,0 +1,77 @@
+"""``model(**batch, prior=P)`` on a model without prior attention raises instead of ignoring P.
+
+transformers hands every extra keyword of ``model(...)`` down to the attention
+function, and its own functions swallow what they do not know: without this
+guard a model that was never enabled (or a prior-trained model loaded with a
+plain ``from_pretrained``) computes the stock output and the prior silently does
+nothing.  :func:`install` wraps the ``sdpa`` entry of transformers'
+``AttentionInterface`` (the default implementation of every supported encoder)
+in a check for ``prior``; priorkit's own dispatcher takes ``prior`` out before it
+calls ``sdpa``, so enabled models never reach the check with it.  Models loaded
+with ``attn_implementation="eager"`` call the model file's function directly and
+are not covered.  Installed when :mod:`priorkit.attention` is imported (and when
+``priorkit.PriorBuilder`` / ``priorkit.PriorCollator`` are first used).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from transformers import AttentionInterface
+
+from .errors import PriorAttentionConfigError
+
+GUARDED = ("sdpa",)
+_WRAPPED = "__priorkit_wrapped__"
+
+
+class PriorNotEnabledError(PriorAttentionConfigError):
+    """``prior=`` was passed to a model whose attention does not take a prior."""
+
+
+def message(module: Any) -> str:
+    config = getattr(module, "config", None)
+    saved = getattr(config, "priorkit", None) if config is not None else None
+    if saved:
+        return (
+            f"this model was saved with prior attention (config.priorkit: mode {saved.get('mode')!r}, layers "
+            f"{saved.get('layers')}) but loaded without it, so `prior` would be ignored. Load it with "
+            "priorkit.load_model(folder), or call priorkit.enable_prior_attention(model) after from_pretrained"
+        )
+    return (
+        f"model(..., prior=P) on a model without prior attention ({type(module).__name__} uses "
+        f"{getattr(config, '_attn_implementation', '?')!r}): the prior would be ignored. Call "
+        "priorkit.enable_prior_attention(model, layers=(0,), mode='multiply') first, or leave `prior` out "
+        "of the batch for the stock model"
+    )
+
+
+def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(base)
+    def guarded(module, query, key, value, attention_mask, *args, prior=None, **kwargs):
+        if prior is not None:
+            raise PriorNotEnabledError(message(module))
+        return base(module, query, key, value, attention_mask, *args, **kwargs)
+
+    setattr(guarded, _WRAPPED, base)
+    return guarded
+
+
+def install() -> None:
+    """Wrap the guarded implementations once (idempotent)."""
+    for name in GUARDED:
+        fn = AttentionInterface._global_mapping.get(name)
+        if fn is None or hasattr(fn, _WRAPPED):
+            continue
+        AttentionInterface.register(name, _guard(fn))
+
+
+def uninstall() -> None:
+    """Put the original functions back (tests)."""
+    for name in GUARDED:
+        fn = AttentionInterface._global_mapping.get(name)
+        if fn is not None and hasattr(fn, _WRAPPED):
+            AttentionInterface.register(name, getattr(fn, _WRAPPED))
+
+
+install()

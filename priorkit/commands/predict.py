@@ -1,0 +1,65 @@
+"""``priorkit predict``: a trained run's predictions for a dataset file."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def add_commands(cli: click.Group) -> None:
+    cli.add_command(predict_command)
+
+
+@click.command("predict")
+@click.argument("model_dir", metavar="RUN_OR_MODEL_DIR", type=click.Path())
+@click.argument("input_file", metavar="INPUT", type=click.Path())
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write here (default: standard output). The format follows the extension unless --format.")
+@click.option("--format", "out_format", type=click.Choice(["jsonl", "csv", "tsv"]), default=None,
+              help="Output format [default: from --out's extension, else jsonl].")
+@click.option("--force", is_flag=True, help="Overwrite an existing --out file.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--max-length", type=int, default=None,
+              help="Tokens per input [default: the training max length]; longer inputs are truncated with a warning.")
+@click.option("--input-format", "in_format", type=click.Choice(["stsb", "csv", "tsv", "jsonl", "conll"]),
+              default=None, help="Input format (default: detected, as for precompute).")
+@click.option("--text-a", default=None, help="Input column (name or 0-based index) of the first text.")
+@click.option("--text-b", default=None, help="Input column of the second text (sentence-pair models).")
+@click.option("--no-header", is_flag=True, help="CSV/TSV input without a header row (columns are indices).")
+@click.option("--limit", type=int, default=None, help="Only the first N inputs.")
+@click.option("--no-cache", is_flag=True, help="Compute every prior value instead of reading the run's cache.")
+@click.option("--device", default=None, help="torch device (default: cpu, or where the model loads).")
+@click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
+@click.pass_context
+def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
+                    text_a, text_b, no_header, limit, no_cache, device, progress) -> None:
+    """Predict INPUT with a trained run (its prior built as in training).
+
+    Sentence-pair regression gives `score` on the labels' own scale,
+    classification `label` and `probs`, NER `tags` per word and `entities`
+    (spans). One record per input, in input order.
+    """
+    from ..inference import io as pio
+
+    fmt = pio.output_format(out, out_format)
+    if out is not None and Path(out).exists() and not force:
+        raise click.UsageError(f"{out} exists; pass --force to overwrite it (or another --out)")
+    if not Path(input_file).exists():
+        raise click.BadParameter(f"{input_file} does not exist", param_hint="INPUT")
+    from ..inference import load_model
+
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length)
+    inputs = pio.read_inputs(input_file, predictor.inputs, predictor.task_type, fmt=in_format,
+                             text_a=text_a, text_b=text_b, header=not no_header, limit=limit)
+    if not inputs:
+        raise click.UsageError(f"{input_file} holds no inputs")
+    records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
+    text = pio.render(records, inputs, fmt)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    pio.write_atomic(out, text)
+    if not quiet:
+        click.echo(f"wrote {len(records)} predictions to {out}", err=True)

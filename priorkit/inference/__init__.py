@@ -1,0 +1,8 @@
+"""Using a trained model: :func:`load_model` (a model folder -> :class:`Predictor`),
+``priorkit predict`` (priorkit/commands/predict.py) and the files a model folder
+carries (``folder``: priorkit.json and the model card).  See docs/inference.md."""
+from __future__ import annotations
+
+from .predictor import PredictionWarning, Predictor, entities, load_model, resolve_folder
+
+__all__ = ["load_model", "Predictor", "PredictionWarning", "entities", "resolve_folder"]

@@ -1,0 +1,246 @@
+"""What a saved model folder carries besides the weights: ``priorkit.json`` and a model card.
+
+A pipeline's train step writes both into ``model/`` (next to config.json, the
+weights and the tokenizer files):
+
+``priorkit.json``
+    everything needed to build the same priors at inference and to put the
+    prior back into attention: the task (type, labels, label scale), the input
+    kind (sentence pairs, single texts or words), the tokenizer's max length,
+    the prior (provider name, parameters, version, fingerprint, layout, keys,
+    neutral value, preset), the attention settings (mode, layers, heads,
+    options) and the cache the run read.  :func:`priorkit.load_model` reads it.
+
+``README.md``
+    a Hugging Face style model card: YAML front matter, the prior, the data,
+    the scores (filled in by the evaluate step) and the command that trained it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+PRIORKIT_JSON = "priorkit.json"
+CARD = "README.md"
+FORMAT = 1
+#: files a loadable model folder must hold (weights: one of WEIGHTS)
+REQUIRED = ("config.json",)
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+           "pytorch_model.bin.index.json")
+TOKENIZER = ("tokenizer.json",)
+RUN_META = "priorkit-run.json"  # the pipeline's own record (priorkit.pipeline.train.MODEL_META)
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command this process runs, as a user would type it (``priorkit run ...``)."""
+    argv = list(sys.argv if argv is None else argv)
+    if not argv:
+        return ""
+    head = os.path.basename(argv[0])
+    if head in ("priorkit", "__main__.py") or argv[0].endswith(os.path.join("priorkit", "__main__.py")):
+        return shlex.join(["priorkit", *argv[1:]])
+    return shlex.join(["python", *argv])
+
+
+def input_kind(example: Mapping[str, Any] | None, task_type: str) -> str:
+    """``words`` (NER), ``pairs`` or ``single``: what one input of the model is."""
+    if task_type == "token-classification":
+        return "words"
+    if example is None:
+        return "pairs"
+    return "pairs" if example.get("text_b") is not None else "single"
+
+
+def prior_description(prior: Any, cache: str | None, attention: Mapping[str, Any] | None) -> dict | None:
+    """The prior part of priorkit.json from a pipeline ``PriorConfig`` (None: no prior)."""
+    if prior is None:
+        return None
+    from ..pipeline.train import make_provider
+
+    provider = make_provider(prior)
+    d = provider.describe()
+    return {
+        "name": prior.name,
+        "preset": prior.preset,
+        "provider": d["name"],
+        "params": d["params"],
+        "provider_version": str(d["version"]),
+        "plugin": d.get("plugin"),
+        "fingerprint": provider.fingerprint,
+        "layout": "paper" if prior.preset == "paper" else prior.layout,
+        "keys": "paper" if prior.preset == "paper" else prior.keys,
+        "neutral": 1.0 if prior.preset == "paper" else float(prior.neutral),
+        "stop_words": "paper" if prior.preset == "paper" else None,
+        "attention": dict(attention) if attention else None,
+        "cache": cache,
+    }
+
+
+def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, inputs: str,
+                 command: str | None = None) -> dict[str, Any]:
+    """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``)."""
+    from .. import __version__
+    from ..pipeline.config import config_from_dict
+
+    task = meta["task"]
+    prior = None
+    if meta.get("prior") is not None:
+        own = {**meta["config"], "prior": meta["prior"],
+               "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items() if k != "priors"}}
+        prior = config_from_dict(own, source=RUN_META).prior
+    data = (meta.get("config") or {}).get("data") or {}
+    return {
+        "format": FORMAT,
+        "priorkit_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "task": {"type": task["type"], "labels": meta.get("labels"), "label_scale": task.get("label_scale", 1.0),
+                 "metric": task.get("metric")},
+        "inputs": inputs,
+        "max_length": meta.get("max_length"),
+        "prior": prior_description(prior, meta.get("cache"), attention),
+        "training": {
+            "pipeline": meta.get("pipeline"),
+            "prior_setting": meta.get("prior_name"),
+            "base_model": meta.get("model_source"),
+            "fraction": meta.get("fraction"),
+            "seed": meta.get("seed"),
+            "data": {split: {k: v for k, v in src.items() if v not in (None, {}, [], "auto")}
+                     for split, src in data.items() if src},
+            "summary": meta.get("train"),
+            "command": command if command is not None else command_line(),
+        },
+        "scores": None,
+    }
+
+
+def write_model_files(folder: str | os.PathLike, meta: Mapping[str, Any], inputs: str,
+                      command: str | None = None) -> dict[str, Any]:
+    """Write priorkit.json and README.md into a model folder that holds config.json."""
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    info = describe_run(meta, config.get("priorkit"), inputs, command)
+    _write(folder / PRIORKIT_JSON, json.dumps(info, indent=2) + "\n")
+    _write(folder / CARD, model_card(info, config))
+    return info
+
+
+def add_scores(folder: str | os.PathLike, scores: Mapping[str, Mapping[str, float]]) -> bool:
+    """Record the evaluate step's scores in priorkit.json and the card; False without priorkit.json."""
+    folder = Path(folder)
+    path = folder / PRIORKIT_JSON
+    if not path.exists():
+        return False
+    info = json.loads(path.read_text())
+    info["scores"] = {split: {k: float(v) for k, v in s.items() if isinstance(v, (int, float))}
+                      for split, s in scores.items()}
+    config = json.loads((folder / "config.json").read_text())
+    _write(path, json.dumps(info, indent=2) + "\n")
+    _write(folder / CARD, model_card(info, config))
+    return True
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def read_info(folder: str | os.PathLike) -> dict[str, Any] | None:
+    path = Path(folder) / PRIORKIT_JSON
+    if not path.exists():
+        return None
+    try:
+        info = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        from ..errors import PriorkitError
+
+        raise PriorkitError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); "
+                            "restore it from the run folder or train again") from None
+    if info.get("format") != FORMAT:
+        from ..errors import PriorkitError
+
+        raise PriorkitError(f"{path} has format {info.get('format')!r}; this priorkit reads format {FORMAT}")
+    return info
+
+
+# ---------------------------------------------------------------------------
+# the model card
+# ---------------------------------------------------------------------------
+_PIPELINE_TAG = {"regression": "sentence-similarity", "pair-classification": "text-classification",
+                 "token-classification": "token-classification"}
+
+
+def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """The README.md of a model folder (Hugging Face model card layout)."""
+    task, prior, training = info["task"], info.get("prior"), info.get("training") or {}
+    base = training.get("base_model") or "sentence-transformers/all-MiniLM-L6-v2"
+    front = ["---", "library_name: transformers", f"pipeline_tag: {_PIPELINE_TAG[task['type']]}",
+             "tags:", "- priorkit", "- prior-guided-attention"]
+    if prior:
+        front.append(f"- prior-{prior['provider']}")
+    if not os.path.isabs(base):
+        front.append(f"base_model: {base}")
+    if task.get("metric"):
+        front += ["metrics:", f"- {task['metric']}"]
+    front.append("---")
+    title = training.get("pipeline") or "priorkit model"
+    lines = front + ["", f"# {title}: {training.get('prior_setting') or 'no prior'}", "",
+                     f"A `{config.get('model_type', '?')}` encoder fine-tuned by "
+                     f"priorkit for {task['type']}"
+                     + (f" with a {prior['provider']} prior in its attention." if prior else " without a prior."),
+                     ""]
+    lines += ["## Prior", ""]
+    if prior:
+        att = prior.get("attention") or {}
+        rows = [("provider", f"{prior['provider']} v{prior['provider_version']}"),
+                ("parameters", json.dumps(prior["params"], sort_keys=True)),
+                ("fingerprint", f"`{prior['fingerprint']}`"),
+                ("preset", prior.get("preset") or "-"), ("layout", prior["layout"]), ("keys", prior["keys"]),
+                ("neutral", f"{prior['neutral']:g}"),
+                ("attention", f"mode {att.get('mode')}, layers {att.get('layers')}, heads {att.get('heads') or 'all'}"
+                              + (f", options {att.get('options')}" if att.get("options") else ""))]
+        lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+    else:
+        lines += ["None: this is the baseline without a prior.", ""]
+    lines += ["## Data", ""]
+    data = training.get("data") or {}
+    for split, src in data.items():
+        lines.append(f"- {split}: `{json.dumps(src, sort_keys=True)}`")
+    summary = training.get("summary") or {}
+    lines += [f"- training fraction {training.get('fraction')}, seed {training.get('seed')}"
+              + (f", {summary.get('examples')} examples, {summary.get('steps')} steps" if summary else ""), ""]
+    lines += [f"Labels: {task['labels']}" if task.get("labels") else
+              f"Scores are predicted on the labels' own scale (the model learnt label / {task['label_scale']:g}).", ""]
+    lines += ["## Scores", ""]
+    scores = info.get("scores")
+    if scores:
+        names = sorted({k for s in scores.values() for k in s if k not in ("examples", "seconds")})
+        lines += ["| metric | " + " | ".join(scores) + " |", "|---|" + "---|" * len(scores)]
+        for name in names:
+            lines.append(f"| {name} | " + " | ".join(
+                f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores) + " |")
+        lines.append("")
+    else:
+        lines += ["Not evaluated yet (the pipeline's evaluate step fills this in).", ""]
+    lines += ["## Use", "", "The prior is part of the model: load it through priorkit, which rebuilds the same",
+              "priors from `priorkit.json` and switches prior attention back on.", "",
+              "```python", "import priorkit", "", 'model = priorkit.load_model("PATH/TO/THIS/FOLDER")',
+              _example_call(info["inputs"]), "```", "",
+              "```bash", "priorkit predict PATH/TO/THIS/FOLDER input.tsv --out predictions.jsonl", "```", "",
+              "A plain `AutoModel...from_pretrained` gives the stock model without the prior.", ""]
+    lines += ["## Training", "", "```bash", training.get("command") or "(unknown)", "```", "",
+              f"priorkit {info.get('priorkit_version')}, {info.get('created')}.", ""]
+    return "\n".join(lines)
+
+
+def _example_call(inputs: str) -> str:
+    if inputs == "words":
+        return 'model.predict([["Aspirin", "causes", "nausea", "."]])   # [{"tags": [...], "entities": [...]}]'
+    if inputs == "single":
+        return 'model.predict(["A man plays guitar."])'
+    return 'model.predict([("A man plays guitar.", "A woman plays the guitar.")])'

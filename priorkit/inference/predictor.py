@@ -1,0 +1,417 @@
+"""A trained model with its prior, ready to predict: :func:`load_model` and :class:`Predictor`.
+
+``priorkit.load_model(folder)`` takes a run folder or its ``model/`` folder and
+gives back the fine-tuned model with prior attention switched on again (the
+saved ``config.priorkit`` settings and any learnt gates), its tokenizer and the
+:class:`~priorkit.PriorBuilder` that makes the same priors as in training --
+from ``priorkit.json`` (or, for folders written before it existed, the
+pipeline's ``priorkit-run.json`` through :func:`priorkit.pipeline.train.load_trained`).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import CacheError, PriorkitError
+from . import folder as mf
+
+
+class PredictionWarning(UserWarning):
+    """Something about the input the user should know (e.g. a text was truncated)."""
+
+
+# ---------------------------------------------------------------------------
+# finding and checking the folder
+# ---------------------------------------------------------------------------
+def resolve_folder(path: str | Path) -> Path:
+    """A run folder or model folder -> the model folder, checked; one-line errors name the missing file."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise PriorkitError(f"{path} does not exist; pass a run folder (runs/NAME/PRIOR/fracF/seedS) "
+                            "or its model/ folder")
+    if not path.is_dir():
+        raise PriorkitError(f"{path} is a file; pass a run folder or a model folder")
+    if (path / "model").is_dir() and not (path / "config.json").exists():
+        path = path / "model"
+    elif (path / "run.json").exists() and not (path / "model").exists():
+        raise PriorkitError(f"{path / 'model'} is missing: the run has not finished training "
+                            "(or ran with train.keep_model: false); run `priorkit run` again")
+    if not (path / "config.json").exists():
+        raise PriorkitError(f"{path / 'config.json'} is missing: {path} is not a model folder "
+                            "(a run folder holds it under model/)")
+    if not any((path / w).exists() for w in mf.WEIGHTS):
+        raise PriorkitError(f"{path / mf.WEIGHTS[0]} is missing: the folder has a config but no weights")
+    if not any((path / t).exists() for t in mf.TOKENIZER):
+        raise PriorkitError(f"{path / mf.TOKENIZER[0]} is missing: the folder has no (fast) tokenizer; "
+                            "save it with tokenizer.save_pretrained(folder)")
+    if not (path / mf.PRIORKIT_JSON).exists() and not (path / mf.RUN_META).exists():
+        raise PriorkitError(f"{path / mf.PRIORKIT_JSON} is missing: not a model folder written by priorkit "
+                            "(for a plain transformers model use AutoModel... and PriorBuilder directly)")
+    return path
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "unexpected keys prior_gate" chatter: enable_prior_attention restores those tensors."""
+    from transformers.utils import logging as hf_logging
+
+    before, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def load_model(path: str | Path, *, device: str | None = None, use_cache: bool = True,
+               max_length: int | None = None) -> "Predictor":
+    """Load a priorkit model folder (or run folder) with its prior on; see :class:`Predictor`.
+
+    ``use_cache``: read word pairs from the cache the run used (read-only; words it
+    lacks are computed, nothing is written; an unreadable or locked cache is skipped
+    with a warning).  ``max_length``: tokens per input (default: the training max length).
+    """
+    model_dir = resolve_folder(path)
+    info = mf.read_info(model_dir)
+    if info is None:
+        return _from_run_meta(model_dir, device=device, use_cache=use_cache, max_length=max_length)
+    import transformers
+    from transformers import AutoTokenizer
+
+    from ..align import load_tokenizer
+    from ..pipeline.tasks import TASKS
+
+    task = info["task"]
+    if task["type"] not in TASKS:
+        raise PriorkitError(f"{model_dir / mf.PRIORKIT_JSON}: unknown task type {task['type']!r}")
+    auto = getattr(transformers, TASKS[task["type"]].auto_class)
+    with _quiet_loading():
+        model = auto.from_pretrained(str(model_dir))
+        tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
+    if getattr(model.config, "priorkit", None):
+        from ..attention import enable_prior_attention
+
+        enable_prior_attention(model)  # the saved settings and learnt gates
+    ml = _max_length(max_length, info.get("max_length"), tokenizer, model)
+    builder = builder_from_info(info.get("prior"), tokenizer, ml, use_cache=use_cache, where=model_dir)
+    return Predictor(model, tokenizer, builder, task_type=task["type"], labels=task.get("labels"),
+                     label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
+                     max_length=ml, info=info, folder=model_dir, device=device)
+
+
+def _from_run_meta(model_dir: Path, *, device, use_cache, max_length) -> "Predictor":
+    """A folder with only the pipeline's priorkit-run.json (written before priorkit.json existed)."""
+    from ..pipeline.train import load_trained
+
+    with _quiet_loading():
+        trained = load_trained(model_dir, use_cache=use_cache)
+    meta = trained.meta
+    kind = mf.input_kind(None, trained.task.type)
+    if trained.builder is not None and trained.builder.layout != "paper" and kind == "pairs":
+        kind = "any"  # a full-layout prior takes single texts and pairs alike
+    ml = _max_length(max_length, meta.get("max_length"), trained.tokenizer, trained.model)
+    if trained.builder is not None:
+        trained.builder.tokenizer_kwargs.update(truncation=True, max_length=ml)
+    return Predictor(trained.model, trained.tokenizer, trained.builder, task_type=trained.task.type,
+                     labels=trained.task.labels, label_scale=float(trained.cfg.task.label_scale), inputs=kind,
+                     max_length=ml, info={"task": meta.get("task"), "prior": meta.get("prior")},
+                     folder=model_dir, device=device)
+
+
+def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: Any) -> int:
+    limit = getattr(model.config, "max_position_embeddings", None) or 512
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if tok_limit is not None and tok_limit < 1_000_000:
+        limit = min(limit, int(tok_limit))
+    if asked is not None:
+        if asked < 8:
+            raise PriorkitError(f"--max-length {asked} is too small; give at least 8 tokens")
+        if asked > limit:
+            raise PriorkitError(f"--max-length {asked} is more than the model takes ({limit} tokens)")
+        return int(asked)
+    return int(min(trained or limit, limit))
+
+
+def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, use_cache: bool = True,
+                      where: Any = "") -> Any:
+    """The PriorBuilder described by priorkit.json's ``prior`` (None: no prior)."""
+    if prior is None:
+        return None
+    from ..align import PriorBuilder
+    from ..plugins import get_provider
+
+    provider = get_provider(prior["provider"], **(prior.get("params") or {}))
+    if prior.get("fingerprint") and provider.fingerprint != prior["fingerprint"]:
+        warnings.warn(
+            f"{where}: the {prior['provider']} provider's fingerprint is now {provider.fingerprint}, the "
+            f"model was trained with {prior['fingerprint']} (its version, parameters or data changed): "
+            "priors may differ from those seen in training", PredictionWarning, stacklevel=3)
+    if use_cache:
+        provider = _cached(prior.get("cache"), provider)
+    kw = {"truncation": True, "max_length": max_length}
+    if prior.get("preset") == "paper":
+        return PriorBuilder.paper(tokenizer, provider=provider, **kw)
+    return PriorBuilder(tokenizer, provider, layout=prior.get("layout", "full"),
+                        neutral=float(prior.get("neutral", 1.0)), keys=prior.get("keys", "strip"), **kw)
+
+
+#: seconds to wait for a lock another process holds on the run's cache before computing instead
+CACHE_TIMEOUT = 3.0
+
+
+def _cached(path: str | None, provider: Any) -> Any:
+    """``provider`` reading the run's cache: read-only, its pairs loaded into memory now (so
+    a writer that takes the file later changes nothing), nothing ever written; words the
+    cache lacks are computed.  The plain provider (with a warning) when the file cannot be read."""
+    if not path or not Path(path).exists():
+        return provider
+    from ..cache import CachedProvider, PriorCache
+
+    try:
+        cached = CachedProvider(provider, PriorCache(path, read_only=True, timeout=CACHE_TIMEOUT))
+        cached.ensure_loaded()  # a lock held by a writer fails here, not mid-prediction
+    except CacheError as exc:
+        warnings.warn(f"not reading the prior cache ({exc}); priors are computed instead",
+                      PredictionWarning, stacklevel=4)
+        return provider
+    return cached
+
+
+# ---------------------------------------------------------------------------
+# the predictor
+# ---------------------------------------------------------------------------
+class Predictor:
+    """A fine-tuned model, its tokenizer and prior builder; ``predict`` gives plain records.
+
+    * sentence-pair regression: ``{"score": float}`` on the labels' own scale
+      (the model learnt ``label / label_scale``; this undoes it);
+    * classification: ``{"label": str, "probs": {label: p}}``;
+    * NER: ``{"tags": [...], "entities": [{"type", "start", "end", "text"}]}``
+      (one tag per input word; ``end`` is exclusive).
+
+    Inputs: ``(text_a, text_b)`` tuples for a pair model, strings for a single-text
+    model, word lists (or whitespace-split strings) for NER; dicts with
+    ``text_a``/``text_b`` or ``words`` work too.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, builder: Any, *, task_type: str, labels: list | None,
+                 label_scale: float, inputs: str, max_length: int, info: dict, folder: Path,
+                 device: str | None = None) -> None:
+        import torch
+
+        self.model, self.tokenizer, self.builder = model, tokenizer, builder
+        self.task_type, self.labels, self.label_scale = task_type, labels, label_scale
+        self.inputs, self.max_length, self.info, self.folder = inputs, max_length, info, folder
+        self.device = torch.device(device) if device else next(model.parameters()).device
+        self.model.to(self.device)
+        self.model.eval()
+        self.truncated: list[int] = []  # indices of the last call's inputs that were cut
+
+    def __repr__(self) -> str:
+        prior = self.info.get("prior") or {}
+        return (f"<Predictor {self.task_type} {self.folder} prior={prior.get('provider', 'none')} "
+                f"max_length={self.max_length}>")
+
+    # ---- inputs -----------------------------------------------------------
+    def examples(self, inputs: Iterable[Any]) -> list[dict]:
+        """Normalise inputs to ``{"text_a", "text_b"}`` / ``{"words"}`` dicts, checking their kind."""
+        one_pair = isinstance(inputs, tuple) and len(inputs) == 2 and all(isinstance(t, str) for t in inputs)
+        if isinstance(inputs, (str, dict)) or one_pair:
+            inputs = [inputs]
+        out = []
+        for i, item in enumerate(inputs):
+            out.append(self._example(item, i))
+        if self.inputs == "any" and out:
+            kinds = {e.get("text_b") is None for e in out}
+            if len(kinds) > 1:
+                raise PriorkitError("the inputs mix single texts and sentence pairs; predict them separately")
+        return out
+
+    def _example(self, item: Any, i: int) -> dict:
+        if hasattr(item, "to_dict"):  # Example / TaggedSentence
+            item = item.to_dict()
+        if self.inputs == "words":
+            if isinstance(item, dict):
+                if "words" in item:
+                    item = item["words"]
+                elif item.get("text_b") is not None:
+                    raise PriorkitError(f"input {i} is a sentence pair; this NER model tags one sentence")
+                else:
+                    item = item.get("text_a")
+            if isinstance(item, str):
+                item = item.split()
+            if not isinstance(item, (list, tuple)) or not all(isinstance(w, str) for w in item):
+                raise PriorkitError(f"input {i} is {type(item).__name__}; an NER model takes a list of words "
+                                    "or a string (split on whitespace)")
+            if not item:
+                raise PriorkitError(f"input {i} holds no words")
+            return {"words": list(item)}
+        if isinstance(item, dict):
+            a, b = item.get("text_a"), item.get("text_b")
+        elif isinstance(item, str):
+            a, b = item, None
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+            a, b = item
+        else:
+            raise PriorkitError(f"input {i} is {type(item).__name__} {str(item)[:60]!r}; pass "
+                                + ("(text_a, text_b) tuples" if self.inputs == "pairs" else "strings"))
+        if not isinstance(a, str):
+            raise PriorkitError(f"input {i} has no text_a string")
+        if self.inputs == "pairs" and b is None:
+            raise PriorkitError(f"input {i} is a single text, but this model compares sentence pairs: "
+                                "pass (text_a, text_b)")
+        if self.inputs == "single" and b is not None:
+            raise PriorkitError(f"input {i} is a sentence pair, but this model reads one text per input")
+        return {"text_a": a, "text_b": b}
+
+    # ---- model ------------------------------------------------------------
+    def batches(self, examples: Sequence[dict], batch_size: int = 32, progress: bool = False
+                ) -> Iterator[tuple[int, Any, np.ndarray]]:
+        """(start index, encoding, logits as float32 NumPy) per batch, in input order."""
+        import torch
+
+        if batch_size < 1:
+            raise PriorkitError(f"batch size must be at least 1, got {batch_size}")
+        self.truncated = []
+        starts = range(0, len(examples), batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, total=len(starts), desc="predict", unit="batch", leave=False)
+        for start in starts:
+            chunk = examples[start:start + batch_size]
+            words = "words" in chunk[0]
+            a = [e["words"] if words else e["text_a"] for e in chunk]
+            b = None if words or chunk[0].get("text_b") is None else [e["text_b"] for e in chunk]
+            self._note_truncation(start, a, b, words)
+            kw = {"truncation": True, "max_length": self.max_length}
+            if self.builder is not None:
+                enc = self.builder.build_batch(a, b, **kw)
+            else:
+                enc = self.tokenizer(a, b, is_split_into_words=words, padding=True, return_tensors="pt", **kw)
+            batch = {k: v.to(self.device) for k, v in enc.items()}
+            with torch.no_grad():
+                logits = self.model(**batch).logits.float().cpu().numpy()
+            yield start, enc, logits
+
+    def _note_truncation(self, start: int, a: list, b: list | None, words: bool) -> None:
+        lengths = [len(ids) for ids in self.tokenizer(a, b, is_split_into_words=words, truncation=False,
+                                                 verbose=False)["input_ids"]]
+        self.truncated += [start + i for i, n in enumerate(lengths) if n > self.max_length]
+
+    def logits(self, inputs: Iterable[Any], batch_size: int = 32, progress: bool = False) -> list[np.ndarray]:
+        """Raw outputs per input: (labels,) for sequence tasks, (tokens, labels) for NER (no padding)."""
+        examples = self.examples(inputs)
+        out: list[np.ndarray] = []
+        for _, enc, logits in self.batches(examples, batch_size, progress):
+            for j in range(len(logits)):
+                if logits.ndim == 3:
+                    n = int(enc["attention_mask"][j].sum())
+                    out.append(logits[j, :n])
+                else:
+                    out.append(logits[j])
+        self._warn_truncated(len(examples))
+        return out
+
+    def predict(self, inputs: Iterable[Any], batch_size: int = 32, progress: bool = False) -> list[dict]:
+        """One record per input, in order (see the class docstring)."""
+        examples = self.examples(inputs)
+        records: list[dict] = []
+        for start, enc, logits in self.batches(examples, batch_size, progress):
+            for j in range(len(logits)):
+                records.append(self._record(examples[start + j], enc, j, logits[j]))
+        self._warn_truncated(len(examples))
+        return records
+
+    def _record(self, example: dict, enc: Any, j: int, logits: np.ndarray) -> dict:
+        if self.task_type == "regression":
+            return {"score": float(logits[0]) * self.label_scale}
+        if self.task_type == "pair-classification":
+            p = _softmax(logits)
+            names = self.labels or [str(k) for k in range(len(p))]
+            return {"label": names[int(p.argmax())], "probs": {n: float(v) for n, v in zip(names, p)}}
+        words = example["words"]
+        tags = ["O"] * len(words)
+        previous = None
+        for t, w in enumerate(enc.word_ids(j)):
+            if w is not None and w != previous:
+                tags[w] = self.labels[int(logits[t].argmax())]
+            previous = w
+        return {"tags": tags, "entities": entities(words, tags)}
+
+    def _warn_truncated(self, total: int) -> None:
+        if not self.truncated:
+            return
+        first = ", ".join(str(i) for i in self.truncated[:5]) + (" ..." if len(self.truncated) > 5 else "")
+        what = "their words past the limit are tagged O" if self.task_type == "token-classification" \
+            else "only their first tokens were read"
+        warnings.warn(f"{len(self.truncated)} of {total} inputs are longer than {self.max_length} tokens and "
+                      f"were truncated ({what}); inputs {first}", PredictionWarning, stacklevel=3)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def entities(words: Sequence[str], tags: Sequence[str]) -> list[dict]:
+    """Entity spans from BIO / BIOES tags: ``{"type", "start", "end" (exclusive), "text"}``.
+
+    An ``I-`` tag after ``O`` or another type opens a span (as conlleval does).
+    """
+    out: list[dict] = []
+    start, kind = None, None
+
+    def close(end: int) -> None:
+        nonlocal start, kind
+        if start is not None:
+            out.append({"type": kind, "start": start, "end": end, "text": " ".join(words[start:end])})
+        start, kind = None, None
+
+    for i, tag in enumerate(tags):
+        if tag == "O" or len(tag) < 3 or tag[1] != "-":
+            close(i)
+            continue
+        prefix, t = tag[0], tag[2:]
+        if prefix in "BS" or t != kind or start is None:
+            close(i)
+            start, kind = i, t
+        if prefix in "SE":
+            close(i + 1)
+    close(len(tags))
+    return out
+
+
+def records_table(records: Sequence[dict], examples: Sequence[dict]) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows for CSV/TSV: inputs, then the prediction (probs one column per label)."""
+    rows: list[list[Any]] = []
+    header: list[str] = []
+    for e, r in zip(examples, records):
+        row: dict[str, Any] = {}
+        if "words" in e:
+            row["words"] = " ".join(e["words"])
+        else:
+            row["text_a"] = e["text_a"]
+            if e.get("text_b") is not None:
+                row["text_b"] = e["text_b"]
+        for k, v in r.items():
+            if k == "probs":
+                row.update({f"prob_{n}": p for n, p in v.items()})
+            elif k == "tags":
+                row["tags"] = " ".join(v)
+            elif k == "entities":
+                row["entities"] = json.dumps(v)
+            else:
+                row[k] = v
+        if not header:
+            header = list(row)
+        rows.append([row.get(h) for h in header])
+    return header, rows

@@ -1,0 +1,321 @@
+"""Using a trained run: priorkit predict, priorkit.load_model and the saved model folder.
+
+Tiny random BERTs (2 layers, width 32) beside the real MiniLM tokenizer, trained for one
+epoch on a few real STS-B pairs / a few CoNLL sentences, with real WordNet priors.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import priorkit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "priorkit", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, minilm_path):
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    out = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=128)
+    BertModel(config).save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(minilm_path)).save_pretrained(out)
+    return out
+
+
+def train(tmp: Path, model: Path, body: str) -> Path:
+    from priorkit.pipeline.config import load_config
+    from priorkit.pipeline.steps import run_pipeline
+
+    path = tmp / "p.yaml"
+    path.write_text(f"name: t\noutput_dir: {tmp / 'runs'}\nmodel: {{name_or_path: {model}, max_length: 24}}\n"
+                    + textwrap.dedent(body)
+                    + "train: {epochs: 1, learning_rate: 1.0e-3, batch_size: 8, progress: false, threads: 1, "
+                      "logging_steps: 100, save: 'no'}\n")
+    result = run_pipeline(load_config(str(path), ()), log=lambda m: None)
+    return result.spec.run_dir
+
+
+@pytest.fixture(scope="module")
+def sts_run(tmp_path_factory, tiny_bert):
+    return train(tmp_path_factory.mktemp("sts"), tiny_bert, """\
+        task: {type: regression, label_scale: 5.0}
+        data:
+          train: {source: stsb, split: train, sample: 16, sample_seed: 1}
+          eval: {source: stsb, split: dev, sample: 8}
+        prior: {name: paper, preset: paper, attention: {layers: [0], mode: gate, options: {init: 0.5}}}
+        """)
+
+
+@pytest.fixture(scope="module")
+def sts_pairs():
+    from priorkit.resources import stsb_path
+
+    rows = [line.rstrip("\n").split("\t") for line in open(stsb_path("test"), encoding="utf-8")][:6]
+    return [(r[5], r[6]) for r in rows]
+
+
+CONLL = """\
+Aspirin\tB-Chemical
+causes\tO
+severe\tO
+nausea\tB-Disease
+.\tO
+
+Patients\tO
+given\tO
+lithium\tB-Chemical
+carbonate\tI-Chemical
+developed\tO
+renal\tB-Disease
+failure\tI-Disease
+.\tO
+
+"""
+
+
+@pytest.fixture(scope="module")
+def ner_run(tmp_path_factory, tiny_bert):
+    tmp = tmp_path_factory.mktemp("ner")
+    (tmp / "train.conll").write_text(CONLL * 4)
+    return train(tmp, tiny_bert, f"""\
+        task: {{type: token-classification, metric: f1}}
+        data:
+          train: {{path: {tmp / 'train.conll'}}}
+          eval: {{path: {tmp / 'train.conll'}, limit: 2}}
+        prior: {{name: wn, provider: wordnet, params: {{measure: wup}}, layout: full, attention: {{layers: [0]}}}}
+        """)
+
+
+# --------------------------------------------------------------------------- the folder
+def test_model_folder_carries_the_prior_and_a_model_card(sts_run):
+    folder = sts_run / "model"
+    info = json.loads((folder / "priorkit.json").read_text())
+    assert info["task"] == {"type": "regression", "labels": None, "label_scale": 5.0, "metric": "spearman"}
+    assert info["inputs"] == "pairs" and info["max_length"] == 24
+    prior = info["prior"]
+    wn = priorkit.get_provider("wordnet", measure="xia2021")
+    assert (prior["provider"], prior["params"], prior["fingerprint"]) == ("wordnet", {"measure": "xia2021"},
+                                                                       wn.fingerprint)
+    assert (prior["layout"], prior["keys"], prior["neutral"], prior["preset"]) == ("paper", "paper", 1.0, "paper")
+    assert prior["attention"]["mode"] == "gate" and prior["attention"]["layers"] == [0]
+    assert prior["attention"]["options"] == {"init": 0.5}
+    assert Path(prior["cache"]).exists()
+    metrics = json.loads((sts_run / "metrics.json").read_text())["metrics"]
+    assert info["scores"]["eval"]["spearman"] == metrics["eval"]["spearman"]
+    card = (folder / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\n")
+    assert "pipeline_tag: sentence-similarity" in card and "- prior-wordnet" in card
+    assert f"| spearman | {metrics['eval']['spearman']:.4f} |" in card
+    assert wn.fingerprint in card and "mode gate, layers [0]" in card
+    assert "priorkit.load_model(" in card and "priorkit predict" in card
+    assert "\n## Training\n\n```bash\n" in card and "train: `{" in card
+
+
+# --------------------------------------------------------------------------- equal logits
+def test_predict_load_model_and_a_copied_folder_give_equal_logits(sts_run, sts_pairs, tmp_path):
+    from priorkit.pipeline.train import load_trained
+
+    reference = load_trained(sts_run).predict([{"text_a": a, "text_b": b, "label": 0.0} for a, b in sts_pairs])
+    model = priorkit.load_model(sts_run)
+    assert model.model.config._attn_implementation == "priorkit_sdpa"  # prior attention is back on
+    gate = model.model.bert.encoder.layer[0].attention.self.prior_gate
+    assert not torch.allclose(gate, torch.full_like(gate, 0.5))  # the learnt gates, not their init
+    logits = np.stack(model.logits(sts_pairs))
+    np.testing.assert_array_equal(logits, reference)
+
+    shared = tmp_path / "shared-model"  # the folder alone, somewhere else, without its run
+    shutil.copytree(sts_run / "model", shared)
+    (shared / "priorkit-run.json").unlink()
+    again = priorkit.load_model(shared)
+    np.testing.assert_array_equal(np.stack(again.logits(sts_pairs)), reference)
+
+    records = model.predict(sts_pairs)
+    assert [r["score"] for r in records] == [float(v) * 5.0 for v in reference[:, 0]]
+
+    source = tmp_path / "in.tsv"
+    source.write_text("sentence1\tsentence2\n" + "".join(f"{a}\t{b}\n" for a, b in sts_pairs))
+    out = tmp_path / "pred.jsonl"
+    result = cli("predict", str(sts_run), str(source), "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["text_a"], r["text_b"]) for r in lines] == sts_pairs  # input order
+    assert [r["score"] for r in lines] == [r["score"] for r in records]
+
+    # without its prior the same weights predict something else: the prior is really applied
+    priorkit.disable_prior_attention(model.model)
+    model.builder = None
+    stock = np.stack(model.logits(sts_pairs))
+    assert np.abs(stock - reference).max() > 1e-7, "the prior changed nothing"
+
+
+def test_plain_from_pretrained_refuses_a_prior(sts_run, sts_pairs):
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(sts_run / "model"))
+    builder = priorkit.load_model(sts_run).builder
+    batch = builder.build_batch([a for a, _ in sts_pairs[:2]], [b for _, b in sts_pairs[:2]])
+    with pytest.raises(priorkit.PriorkitError, match=r"saved with prior attention .* priorkit.load_model"):
+        model(**batch)
+    batch.pop("prior")
+    assert model(**batch).logits.shape == (2, 1)  # the stock model still runs without a prior
+
+
+def test_ner_predicts_tags_per_word_and_entity_spans(ner_run, tmp_path):
+    model = priorkit.load_model(ner_run)
+    assert model.inputs == "words" and model.task_type == "token-classification"
+    sentences = [["Aspirin", "causes", "nausea", "."], "lithium carbonate causes renal failure"]
+    records = model.predict(sentences)
+    assert [len(r["tags"]) for r in records] == [4, 5]
+    for words, r in zip([sentences[0], sentences[1].split()], records):
+        assert set(r["tags"]) <= {"O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"}
+        assert r["entities"] == priorkit.inference.entities(words, r["tags"])
+    logits = model.logits(sentences)
+    word_ids = model.tokenizer(sentences[0], is_split_into_words=True).word_ids()
+    first = [word_ids.index(w) for w in range(4)]  # each word's first sub-token carries its tag
+    assert records[0]["tags"] == [model.labels[i] for i in logits[0][first].argmax(-1)]
+
+    words = tmp_path / "words.conll"  # CoNLL without tags: one word per line
+    words.write_text("Aspirin\ncauses\nnausea\n.\n\nlithium\ncarbonate\ncauses\nrenal\nfailure\n")
+    out = tmp_path / "ner.jsonl"
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["tags"] for r in lines] == [r["tags"] for r in records]
+    assert [r["entities"] for r in lines] == [r["entities"] for r in records]
+
+
+def test_entities_from_bio_and_bioes():
+    from priorkit.inference import entities
+
+    words = "a b c d e f".split()
+    assert entities(words, ["B-X", "I-X", "O", "I-Y", "B-Y", "I-Y"]) == [
+        {"type": "X", "start": 0, "end": 2, "text": "a b"},
+        {"type": "Y", "start": 3, "end": 4, "text": "d"},
+        {"type": "Y", "start": 4, "end": 6, "text": "e f"}]
+    assert entities(words, ["S-X", "B-Y", "E-Y", "B-X", "I-Z", "O"]) == [
+        {"type": "X", "start": 0, "end": 1, "text": "a"},
+        {"type": "Y", "start": 1, "end": 3, "text": "b c"},
+        {"type": "X", "start": 3, "end": 4, "text": "d"},
+        {"type": "Z", "start": 4, "end": 5, "text": "e"}]
+
+
+def test_classification_gives_label_and_probabilities(tiny_bert, minilm_tokenizer):
+    from transformers import AutoModelForSequenceClassification
+
+    from priorkit.inference import Predictor
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(str(tiny_bert), num_labels=3)
+    p = Predictor(model, minilm_tokenizer, None, task_type="pair-classification", labels=["no", "maybe", "yes"],
+                  label_scale=1.0, inputs="pairs", max_length=24, info={}, folder=tiny_bert)
+    records = p.predict([("A cat.", "A dog."), ("It rains.", "It is wet.")])
+    logits = np.stack(p.logits([("A cat.", "A dog."), ("It rains.", "It is wet.")]))
+    for r, row in zip(records, logits):
+        assert list(r["probs"]) == ["no", "maybe", "yes"]
+        assert sum(r["probs"].values()) == pytest.approx(1.0)
+        assert r["label"] == ["no", "maybe", "yes"][int(row.argmax())]
+    with pytest.raises(priorkit.PriorkitError, match="input 0 is a single text"):
+        p.predict(["A cat."])
+
+
+# --------------------------------------------------------------------------- bad input
+def in_process(capsys, *args: str) -> tuple[int, str]:
+    """``priorkit ARGS`` through the real entry point in this process: (exit status, stderr)."""
+    from priorkit.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+def test_predict_refuses_bad_folders_inputs_and_existing_out(sts_run, tmp_path, capsys):
+    source = tmp_path / "in.csv"
+    source.write_text("sentence1,sentence2\nA man plays guitar.,A woman plays the guitar.\n")
+    (tmp_path / "not-a-run").mkdir()
+    code, err = in_process(capsys, "predict", str(tmp_path / "not-a-run"), str(source))
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"error: {tmp_path / 'not-a-run' / 'config.json'} is missing: {tmp_path / 'not-a-run'} is not a model "
+        "folder (a run folder holds it under model/)"]
+
+    broken = tmp_path / "no-weights"
+    shutil.copytree(sts_run / "model", broken)
+    (broken / "model.safetensors").unlink()
+    code, err = in_process(capsys, "predict", str(broken), str(source))
+    assert code == 1 and "model.safetensors is missing" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+    single = tmp_path / "single.csv"
+    single.write_text("text,label\nA man plays guitar.,1\n")
+    code, err = in_process(capsys, "predict", str(sts_run), str(single))
+    assert code == 1
+    assert "compares sentence pairs" in err and "columns: text, label" in err
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("keep me\n")
+    code, err = in_process(capsys, "predict", str(sts_run), str(source), "--out", str(out))
+    assert code == 2 and "--force" in err
+    assert out.read_text() == "keep me\n"
+    result = cli("-q", "predict", str(sts_run), str(source), "--out", str(out), "--force")
+    assert result.returncode == 0 and json.loads(out.read_text())["score"] > -1e9
+    assert result.stderr == ""  # --quiet: no progress bar, no notice
+
+
+def test_long_text_is_truncated_with_a_warning(sts_run):
+    model = priorkit.load_model(sts_run)
+    long = " ".join(["word"] * 200)
+    with pytest.warns(priorkit.inference.PredictionWarning, match=r"1 of 2 inputs are longer than 24 tokens"):
+        records = model.predict([(long, "A short one."), ("A man.", "A woman.")])
+    assert len(records) == 2 and model.truncated == [0]
+    with pytest.raises(priorkit.PriorkitError, match="more than the model takes"):
+        priorkit.load_model(sts_run, max_length=4096)
+
+
+def test_cache_is_read_never_written_and_a_locked_cache_is_skipped(sts_run, sts_pairs):
+    from priorkit.cache import CachedProvider, PriorCache
+
+    cache_file = Path(json.loads((sts_run / "model" / "priorkit.json").read_text())["prior"]["cache"])
+    before = PriorCache(cache_file, read_only=True).count()
+    model = priorkit.load_model(sts_run)
+    assert isinstance(model.builder.provider, CachedProvider)
+    reference = np.stack(model.logits(sts_pairs))  # test pairs: words training never saw
+    assert model.builder.provider.stats.misses > 0 and model.builder.provider.stats.hits > 0
+    del model
+    assert PriorCache(cache_file, read_only=True).count() == before  # computed, not written
+
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import duckdb, time
+        con = duckdb.connect({str(cache_file)!r})
+        print("holding", flush=True)
+        time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.warns(priorkit.inference.PredictionWarning, match="not reading the prior cache"):
+            locked = priorkit.load_model(sts_run)
+        np.testing.assert_array_equal(np.stack(locked.logits(sts_pairs)), reference)  # same values, computed
+    finally:
+        holder.kill()
+        holder.wait()
+    assert PriorCache(cache_file, read_only=True).count() == before

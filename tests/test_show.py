@@ -1,0 +1,61 @@
+"""priorkit show on long input: truncation, the top-cells table, --json, a capped figure."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from priorkit.cli import cli
+
+A = "A man is playing a big guitar on the stage tonight with his friends and a dog."
+B = "A woman plays the guitar for her friends on a stage in the evening with a cat."
+
+
+def run(*args: str):
+    result = CliRunner().invoke(cli, ["show", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_long_pair_lists_top_cells_and_says_it_truncated(tmp_path):
+    out = tmp_path / "prior.json"
+    result = run(A * 3, B * 3, "--max-length", "48", "--top", "5", "--json", str(out))
+    assert "note: the input has " in result.output and "showing the first 48 (--max-length)" in result.output
+    doc = json.loads(out.read_text())
+    assert len(doc["tokens"]) == 48 and np.array(doc["matrix"]).shape == (48, 48)
+    assert doc["truncated"] is True and doc["tokens_in_input"] > 48
+    assert doc["layout"] == "paper" and doc["provider"]["params"] == {"measure": "xia2021"}
+    assert "5 highest of" in result.output and "--all prints the whole 48 x 48 matrix" in result.output
+    # the listed cells are the highest cross-sentence values of the matrix, highest first
+    rows = [line.split("│")[1:-1] for line in result.output.splitlines() if line.count("│") == 6]
+    values = [float(r[4]) for r in rows]
+    assert len(values) == 5 and values == sorted(values, reverse=True)
+    P = np.array(doc["matrix"])
+    for r in rows:
+        i, j = int(r[2]), int(r[3])
+        assert abs(P[i, j] - float(r[4])) < 1e-3
+    sep = doc["tokens"].index("[SEP]")
+    cross = P[1:sep, sep + 1:-1]
+    assert values[0] == round(float(cross.max()), 3)
+
+
+def test_all_prints_the_matrix_and_json_dash_prints_only_json():
+    short = run("A man plays guitar.", "A woman plays the guitar.")
+    assert "[CLS]" in short.output and "highest of" not in short.output  # short input: the whole matrix
+    full = run(A, B, "--all")
+    assert "highest of" not in full.output and full.output.count("│ guitar") >= 2
+    doc = json.loads(run(A, "--json", "-").output)
+    assert doc["layout"] == "full" and len(doc["matrix"]) == len(doc["tokens"])
+
+
+def test_figure_is_capped(tmp_path):
+    from PIL import Image
+
+    from priorkit.viz import plot_prior
+
+    L = 300
+    path = plot_prior(np.random.default_rng(0).random((L, L), dtype=np.float32), [f"t{i}" for i in range(L)],
+                      tmp_path / "big.png")
+    with Image.open(path) as im:
+        assert max(im.size) <= 2040
