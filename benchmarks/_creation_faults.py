@@ -38,10 +38,10 @@ from _faults import Workload, duplicate_keys, same_values, stored
 #: what older versions did: DuckDB creates the file in place, then the schema goes in
 IN_PLACE = """
 import sys, duckdb
-from priorkit.cache import PriorCache
+from priorkit.cache.schema import migrate
 print("start", flush=True)
 con = duckdb.connect({cache!r})
-PriorCache._migrate(con, 0)
+migrate(con, 0)
 con.close()
 print("done", flush=True)
 """
@@ -51,7 +51,7 @@ print("done", flush=True)
 #: (the leftovers the issue saw); then DuckDB takes over as above
 IN_PLACE_SLOW = """
 import fcntl, os, sys, tempfile, time, duckdb
-from priorkit.cache import PriorCache
+from priorkit.cache.schema import migrate
 scratch = os.path.join(tempfile.mkdtemp(), "h.duckdb")
 duckdb.connect(scratch).close()
 headers = open(scratch, "rb").read()[:3 * 4096]
@@ -63,7 +63,7 @@ for i in range(3):
     os.pwrite(fd, headers[i * 4096:(i + 1) * 4096], i * 4096)
 os.close(fd)
 con = duckdb.connect({cache!r})
-PriorCache._migrate(con, 0)
+migrate(con, 0)
 con.close()
 print("done", flush=True)
 """

@@ -218,7 +218,7 @@ def main() -> None:
                 print(f"{c.name}: {c.outcome}; unchanged={c.unchanged}; {c.message[:110]}; "
                       f"{'OK' if not c.failures else 'FAIL ' + '; '.join(c.failures)}", flush=True)
             rows.append(("foreign / truncated file", "12 kinds of file at the path, read-only then writable",
-                         len(cases), sum(bool(c.failures) for c in cases), "refused and unchanged; torn WAL dropped"))
+                         len(cases), sum(bool(c.failures) for c in cases), "refused and unchanged (an empty file: described, then replaced); torn WAL dropped"))
             record["foreign"] = [dataclasses.asdict(c) for c in cases]
 
         # -- the creation window (issue 14) ------------------------------------

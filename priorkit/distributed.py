@@ -246,20 +246,7 @@ def ingest_shards(cache: PriorCache, fingerprint: str, paths: Sequence[str | os.
         if got != fingerprint:
             raise CacheError(f"shard {path} holds values of provider {got or 'unknown'!r}, not "
                              f"{fingerprint!r}; it was not ingested. Move it out of the shard folder")
-    with cache.connect(write=True) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            inserted = con.execute(
-                'INSERT INTO pairs SELECT $fp, s."left", s."right", s.value FROM read_parquet($paths) s '
-                'WHERE NOT EXISTS (SELECT 1 FROM pairs p WHERE p.fingerprint = $fp '
-                'AND p."left" = s."left" AND p."right" = s."right")',
-                {"fp": fingerprint, "paths": [str(p) for p in paths]}).fetchall()[0][0]
-            con.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                con.execute("ROLLBACK")
-            raise
-    return int(inserted)
+    return cache.ingest_parquet(fingerprint, paths)
 
 
 def default_shard_dir(cache: PriorCache) -> Path:
@@ -413,9 +400,7 @@ def precompute_distributed(
     futures: list[Any] = []
     try:
         cache.register(provider)
-        recorded = _recorded_symmetric(cache, fp)
-        if recorded != is_symmetric(provider):  # the recorded flag decides, as in put()
-            keys = canonical_pairs(wanted) if recorded else wanted
+        keys = cache.keys(provider, wanted)  # the recorded flag decides, as in put()
         leftovers = leftover_shards(cache, folder, run_id)
         if leftovers:
             resumed = ingest_shards(cache, fp, leftovers)
@@ -479,11 +464,6 @@ def precompute_distributed(
         fingerprint=fp, run_id=run_id, scheduler=address, workers=n_workers, shards=len(shards),
         resumed=resumed, startup_seconds=startup, worker_seconds=worker_seconds, builds=builds,
     )
-
-
-def _recorded_symmetric(cache: PriorCache, fingerprint: str) -> bool:
-    with cache.connect() as con:
-        return cache._symmetric(con, fingerprint)
 
 
 def _check_visible(report: ShardReport) -> None:
