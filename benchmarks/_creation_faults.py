@@ -300,3 +300,33 @@ def paused_creator_trial(work: Workload, folder: Path, rng: random.Random, creat
         return trial
     _check_final(work, folder, path, trial)
     return trial
+
+
+# ---------------------------------------------------------------------------
+# what creating through a temporary file costs
+# ---------------------------------------------------------------------------
+def creation_cost(folder: Path, n: int = 10) -> dict[str, float]:
+    """Median milliseconds to create a new cache: priorkit's way (temporary file, schema,
+    checkpoint, fsync, ``os.link``) and in place (DuckDB creates the file at the path, then
+    the schema and a checkpoint), alternating, ``n`` of each."""
+    import statistics
+
+    import duckdb
+
+    from priorkit.cache.schema import migrate
+
+    folder = Path(folder) / "creation-cost"
+    folder.mkdir(exist_ok=True)
+    times: dict[str, list[float]] = {"temporary file + link": [], "in place": []}
+    for i in range(n):
+        cache = PriorCache(folder / f"linked-{i}.duckdb")  # the constructor creates nothing
+        t = time.perf_counter()
+        cache._create()
+        times["temporary file + link"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        con = duckdb.connect(str(folder / f"in-place-{i}.duckdb"))
+        migrate(con, 0)
+        con.execute("CHECKPOINT")
+        con.close()
+        times["in place"].append(time.perf_counter() - t)
+    return {k: round(1000 * statistics.median(v), 1) for k, v in times.items()}

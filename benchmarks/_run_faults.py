@@ -108,7 +108,7 @@ def training_kill_trial(folder: Path, model: Path, plugins: Path, rng: random.Ra
     pipeline.write_text(PIPELINE.format(out=out, model=model, cache=folder / "cache.duckdb"))
     trial = TrainingKill(when, round(rng.uniform(0, 1.5), 3) if when == "random" else 0.0)
     run_dir = _run_dir(out)
-    cmd = [sys.executable, "-m", "priorkit", "run", str(pipeline)]
+    cmd = [sys.executable, "-m", "priorkit", "run", str(pipeline), "--steps", "precompute,train,evaluate"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PRIORKIT_PLUGINS_DIR": str(plugins)}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 600
@@ -268,8 +268,8 @@ def ingest_kill_trial(folder: Path, plugins: Path, rng: random.Random, *, limit:
     if rerun.returncode != 0:
         trial.failures.append(f"the rerun failed (exit {rerun.returncode}): {rerun.stderr[-800:]}")
         return trial
-    if reference is None or not reference.exists():
-        reference = folder / "single.duckdb"
+    reference = Path(reference) if reference is not None else folder / "single.duckdb"
+    if not reference.exists():  # values of a single-process run (shared by trials when given)
         single = DASK_CHILD.format(plugin=plugin, limit=limit, cache="", shard=shard, single=str(reference))
         done = subprocess.run([sys.executable, "-c", single], capture_output=True, text=True, env=env, timeout=900)
         if done.returncode != 0:

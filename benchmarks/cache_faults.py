@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _faults as F  # noqa: E402
 
 
-SECTIONS = ("kill", "disk", "read-only", "concurrency", "foreign", "creation")
+SECTIONS = ("kill", "disk", "read-only", "concurrency", "foreign", "creation", "training", "dask")
+TRAINING_MIX = ["checkpoint", "after-checkpoint", "random", "model"]
 #: (creator, watched file, max extra delay after it appears) in turn
 KILL_MIX = [("priorkit", "temp", 0.0), ("priorkit", "temp", 0.3), ("priorkit", "final", 0.0),
             ("priorkit", "final", 0.3), ("in place", "final", 0.0), ("in place, slow disk", "final", 0.0),
@@ -70,6 +71,9 @@ def creation_window(args, work, folder: Path, rng: random.Random, record: dict) 
         print(f"paused creator {i + 1:2d} ({creator}, at {t.seen} +{t.extra * 1000:.0f} ms, file {t.at_pause}): "
               + "; ".join(f"{k}: {v[:140]}" for k, v in t.outcomes.items())
               + f"; {'OK' if not t.failures else 'FAIL ' + '; '.join(t.failures)}", flush=True)
+    cost = C.creation_cost(folder, n=10)
+    print(f"creating a new cache (median of 10, ms): {cost}", flush=True)
+    record["creation_ms"] = cost
     record["creation_kills"] = [dataclasses.asdict(t) for t in kills]
     record["paused_creators"] = [dataclasses.asdict(t) for t in paused]
     after: dict[str, int] = {}
@@ -87,7 +91,44 @@ def creation_window(args, work, folder: Path, rng: random.Random, record: dict) 
          len(paused), sum(bool(t.failures) for t in paused),
          f"{busy} of {3 * len(paused)} answered busy naming the creator, the rest succeeded; "
          "creator and rerun completed"),
+        ("(cost of creating a cache)", "median ms, 10 each: " + ", ".join(f"{k} {v}" for k, v in cost.items()),
+         10, 0, f"difference {cost['temporary file + link'] - cost['in place']:+.1f} ms per new cache"),
     ]
+
+
+def killed_runs(args, sections: set[str], folder: Path, rng: random.Random, record: dict) -> list[tuple]:
+    """kill -9 of `priorkit run` training and of a Dask ingest, then a rerun (benchmarks/_run_faults.py)."""
+    import _run_faults as R
+
+    rows = []
+    if "training" in sections:
+        model = R.tiny_model(folder)
+        runs = []
+        for i in range(args.training_trials):
+            t = R.training_kill_trial(folder, model, folder, rng, when=TRAINING_MIX[i % len(TRAINING_MIX)])
+            runs.append(t)
+            print(f"training kill {i + 1} ({t.when} +{t.delay * 1000:.0f} ms): left {t.at_kill}; rerun resumed from "
+                  f"{t.resumed_from}; {'OK' if not t.failures else 'FAIL ' + '; '.join(t.failures)}", flush=True)
+        record["training_kills"] = [dataclasses.asdict(t) for t in runs]
+        resumed = sum(t.resumed_from is not None for t in runs)
+        rows.append(("kill -9 of `priorkit run` training", "SIGKILL as a checkpoint appears / was written / at "
+                     "random / as the model is saved; rerun", len(runs), sum(bool(t.failures) for t in runs),
+                     f"{resumed} resumed from a checkpoint, the rest had none whole; every model loads and "
+                     "reproduces its evaluate scores"))
+    if "dask" in sections:
+        runs = []
+        reference = folder / "dask-single.duckdb"
+        for i in range(args.dask_trials):
+            t = R.ingest_kill_trial(folder, folder, rng, reference=reference)
+            runs.append(t)
+            print(f"dask ingest kill {i + 1} (+{t.delay * 1000:.0f} ms after the first ingest): {t.count_after} pairs, "
+                  f"{t.shards_left} shards left; {'OK' if not t.failures else 'FAIL ' + '; '.join(t.failures)}",
+                  flush=True)
+        record["dask_kills"] = [dataclasses.asdict(t) for t in runs]
+        rows.append(("kill -9 during the Dask ingest", "SIGKILL of the driver (and its cluster) after 1 ingested "
+                     "shard + 0-100 ms; rerun", len(runs), sum(bool(t.failures) for t in runs),
+                     "rerun ingests the shards left and equals a single-process run"))
+    return rows
 
 
 def main() -> None:
@@ -101,6 +142,10 @@ def main() -> None:
                     help="kills timed by the cache file's appearance (issue 14)")
     ap.add_argument("--paused", type=int, default=12,
                     help="creators stopped (SIGSTOP) in the creation window, with a writer, reader and cache info")
+    ap.add_argument("--training-trials", type=int, default=4,
+                    help="kill -9 of `priorkit run` during training (checkpoint being written, just written, "
+                         "random, final model being saved, in turn)")
+    ap.add_argument("--dask-trials", type=int, default=3, help="kill -9 of a Dask precompute during its ingest")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated fault classes to run, of {','.join(SECTIONS)}")
     ap.add_argument("--seed", type=int, default=0)
@@ -224,6 +269,10 @@ def main() -> None:
         # -- the creation window (issue 14) ------------------------------------
         if "creation" in sections:
             rows += creation_window(args, work, folder, rng, record)
+
+        # -- kill -9 of training and of the Dask ingest ---------------------------
+        if "training" in sections or "dask" in sections:
+            rows += killed_runs(args, sections, folder, rng, record)
 
     record["seconds"] = round(time.perf_counter() - t_all, 1)
     record["table"] = [dict(zip(("fault", "how", "trials", "failed", "notes"), r)) for r in rows]
