@@ -123,6 +123,29 @@ def test_stale_creation_file_of_a_dead_process_is_removed(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["c.duckdb"]
 
 
+def test_reader_waits_for_a_live_creator_then_names_it(tmp_path):
+    """No file yet, but a live process's creation file: a reader waits up to its timeout and
+    then says the cache is busy, naming the creator; once that process is gone (its
+    creation file stale), the reader says there is no cache."""
+    import socket
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    host = socket.gethostname().replace("-", "_")
+    (tmp_path / f".c.duckdb.creating-{host}-{proc.pid}-abcdef").write_bytes(b"")
+    try:
+        reader = PriorCache(tmp_path / "c.duckdb", read_only=True, timeout=0.3)  # no error yet
+        with pytest.raises(CacheError) as err:
+            reader.count()
+        msg = str(err.value)
+        assert "is busy: it is being created by" in msg and f"PID {proc.pid}" in msg and f"on {host}" in msg
+        assert "waited 0.3 s" in msg and "\n" not in msg and "delete" not in msg.lower()
+    finally:
+        proc.kill()
+        proc.wait()
+    with pytest.raises(CacheError, match="no prior cache at .*priorkit precompute"):
+        PriorCache(tmp_path / "c.duckdb", read_only=True, timeout=0.3).count()
+
+
 def test_simultaneous_creators_share_one_whole_file(tmp_path, provider):
     path = tmp_path / "c.duckdb"
     code = (f"from priorkit.cache import PriorCache\nPriorCache({str(path)!r}).check()\nprint('ok')")
