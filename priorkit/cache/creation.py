@@ -14,8 +14,9 @@ priorkit therefore never lets DuckDB create the file at the cache path:
   A kill at any moment leaves either no file or a whole one (plus at most a
   temporary file, removed by the next creation on this host once its process
   is gone);
-- a process that finds no file but a live creator's temporary file waits for
-  it, like for a lock, and then names it;
+- a read-only open that finds no file but a live creator's temporary file
+  waits for it, like for a lock, and then names it (a writable one creates its
+  own; ``os.link`` decides which file stays);
 - a file left by a creation that an older priorkit (or DuckDB itself) did in
   place is recognised by its shape -- empty, or DuckDB headers that describe
   an empty database -- and by nobody holding a lock on it.  It holds nothing,
@@ -24,7 +25,8 @@ priorkit therefore never lets DuckDB create the file at the cache path:
 
 POSIX record locks are per process and closing *any* descriptor of a file
 drops all of the process's locks on it, so the lock probe here runs only on
-such leftover-shaped files, which no DuckDB connection in this process holds.
+files priorkit will not hand to DuckDB (leftover-shaped or refused), which no
+DuckDB connection of this process holds.
 """
 from __future__ import annotations
 
