@@ -2,7 +2,7 @@
 
     python benchmarks/cache_faults.py [--trials 20] [--seed 0] [--out faults.json]
 
-Fault classes (helpers in benchmarks/_faults.py, shared with tests/test_cache_faults.py):
+Fault classes (helpers in tests/support/faults.py, shared with tests/test_cache_faults.py):
 
 - kill -9: ``--trials`` trials; each SIGKILLs a precompute twice on one fresh
   file -- first at a uniformly random time of (90% of) the whole run, of its start-up
@@ -36,8 +36,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _faults as F  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import faults as F  # noqa: E402 - the test suite's fault helpers
 
 
 SECTIONS = ("kill", "disk", "read-only", "concurrency", "foreign", "creation", "training", "dask")
@@ -51,8 +51,8 @@ PAUSE_MIX = [("priorkit", "temp", 0.0), ("priorkit", "final", 0.0), ("priorkit",
 
 
 def creation_window(args, work, folder: Path, rng: random.Random, record: dict) -> list[tuple]:
-    """Kills and SIGSTOPs timed by the appearance of the cache file (benchmarks/_creation_faults.py)."""
-    import _creation_faults as C
+    """Kills and SIGSTOPs timed by the appearance of the cache file (tests/support/creation_faults.py)."""
+    from support import creation_faults as C
 
     small = F.Workload(work.plugin_file, limit=120, batch=args.batch)
     kills = []
@@ -97,8 +97,8 @@ def creation_window(args, work, folder: Path, rng: random.Random, record: dict) 
 
 
 def killed_runs(args, sections: set[str], folder: Path, rng: random.Random, record: dict) -> list[tuple]:
-    """kill -9 of `priorkit run` training and of a Dask ingest, then a rerun (benchmarks/_run_faults.py)."""
-    import _run_faults as R
+    """kill -9 of `priorkit run` training and of a Dask ingest, then a rerun (tests/support/run_faults.py)."""
+    from support import run_faults as R
 
     rows = []
     if "training" in sections:

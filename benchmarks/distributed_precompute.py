@@ -61,7 +61,7 @@ def child(variant: str, cache_path: str, shard_size: int, limit: int | None) -> 
         s = precompute(examples, builder, cache, progress=False)
         out.update(startup=0.0, worker_rss_mb=[], driver_cpu=_cpu() - c0, worker_cpu=[])
     else:
-        from priorkit.distributed import precompute_distributed, start_client
+        from priorkit.precompute.dask_engine import precompute_distributed, start_client
 
         t = time.perf_counter()
         client, cluster = start_client(workers=int(variant.removeprefix("dask")))

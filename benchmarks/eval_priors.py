@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/eval_priors.py [--out out/eval_priors] [--threads 1]
 
 1. Each single provider is evaluated (Spearman / full Spearman / Pearson /
-   coverage, see priorkit.evaluate) with its pairs/s measured three ways:
+   coverage, see priorkit.prior_eval) with its pairs/s measured three ways:
    *uncached* (first pass of a freshly loaded provider), *warm* (the same
    instance again: in-process caches such as the embedding provider's word
    vectors) and *DuckDB-cached* (a read-only ``priorkit.CachedProvider`` over a
@@ -41,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import priorkit  # noqa: E402
-from priorkit.evaluate import (  # noqa: E402
+from priorkit.prior_eval import (  # noqa: E402
     correlations,
     provider_from_spec,
     read_word_pairs,
@@ -64,7 +64,7 @@ WORDNET_MEASURES = ["path", "wup", "lin", "lch", "res", "jcn"]
 
 def single_spec_to_child(spec: str) -> str | dict:
     """'wordnet:measure=jcn' -> {'name': 'wordnet', 'measure': 'jcn'} for a combine spec."""
-    from priorkit.evaluate import parse_provider_spec
+    from priorkit.prior_eval import parse_provider_spec
 
     name, params = parse_provider_spec(spec)
     return {"name": name, **params} if params else name

@@ -5,7 +5,7 @@ full-layout prior per BC5CDR sentence.
                                                   [--only ontology,embedding] [--json out.json]
 
 Word pairs: the (word of sentence A, word of sentence B) pairs of STS-B dev in
-file order, words as the paper makes them (``priorkit.words.paper_words``),
+file order, words as the paper makes them (``priorkit.align.words.paper_words``),
 repeated pairs dropped -- what ``priorkit precompute`` asks a provider for.
 Each provider runs in a fresh Python process (so nothing is memoised and the
 load is really cold):
@@ -75,7 +75,7 @@ def _one_provider(name: str, params: dict, n: int, threads: int) -> dict:
     pairs = stsb_pairs()
     cold_pairs, warm_pairs = pairs[:n], pairs[n:2 * n]
     import priorkit
-    from priorkit.evaluate import read_word_pairs
+    from priorkit.prior_eval import read_word_pairs
 
     t0 = time.perf_counter()
     p = priorkit.get_provider(name, **params)

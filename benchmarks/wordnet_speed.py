@@ -38,6 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.wordnet_reference import nltk_xia2021  # noqa: E402 - the reference the tests check against
+
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 
@@ -45,7 +48,7 @@ ROOT = HERE.parent.parent
 def stsb_word_pairs(splits=("train", "dev")) -> list[tuple[str, str]]:
     """Unique ordered cross-sentence word pairs of STS-B, as the paper forms words."""
     from priorkit.resources import stsb_path
-    from priorkit.words import paper_words
+    from priorkit.align.words import paper_words
 
     pairs: dict[tuple[str, str], None] = {}
     for split in splits:
@@ -64,12 +67,6 @@ def stsb_word_pairs(splits=("train", "dev")) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------
 # the NLTK reference loops
 # ---------------------------------------------------------------------------
-STOP = set(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then "
-    "there these they this to was will with am cls sep".split()
-)
-
-
 def nltk_reader():
     """NLTK's WordNet reader on the files the provider uses."""
     import nltk
@@ -86,34 +83,6 @@ def nltk_reader():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return WordNetCorpusReader(str(folder), None)
-
-
-def nltk_xia2021(wn, a: str, b: str) -> float:
-    """The authors' get_similarity() for one word pair (UER/get_similarity.py)."""
-    if not a or not b or a in STOP or b in STOP:
-        return 0.0
-    left, right = wn.synsets(a), wn.synsets(b)
-    if left and right:
-        lsyn, lant, rsyn, rant = [], [], [], []
-        for synsets, syn, ant in ((left, lsyn, lant), (right, rsyn, rant)):
-            for s in synsets:
-                for lemma in s.lemmas():
-                    syn.append(lemma.name())
-                    if lemma.antonyms():
-                        ant.append(lemma.antonyms()[0].name())
-        if b in lant or b in lsyn or a in rant or a in rsyn:
-            return 1.0
-        s1 = s2 = 0.0
-        c1 = c2 = 0
-        for x in left:
-            for y in right:
-                v1, v2 = x.wup_similarity(y), y.wup_similarity(x)
-                if v1 is not None:
-                    s1, c1 = s1 + v1, c1 + 1
-                if v2 is not None:
-                    s2, c2 = s2 + v2, c2 + 1
-        return (s1 + s2) / (c1 + c2) if c1 + c2 else 0.0
-    return 1.0 if a == b else 0.0
 
 
 def nltk_path(wn, a: str, b: str) -> float:

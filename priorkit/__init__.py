@@ -37,6 +37,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "PriorBuilder": "priorkit.align",
+    "PriorSpec": "priorkit.spec",
     "PriorCache": "priorkit.cache",
     "CachedProvider": "priorkit.cache",
     "enable_prior_attention": "priorkit.attention",

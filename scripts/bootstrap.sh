@@ -15,7 +15,7 @@ STAMP="$VENV/.priorkit-installed"
 WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
     $PIP install -q --upgrade pip 2>&1 | grep -v -i warning || true
-    # torch first, pinned: 2.13.0 is a CPU wheel on this machine's disk; an
+    # torch first, pinned: 2.13.0 is a CPU wheel from the package index; an
     # unpinned torch would pull a multi-GB CUDA build.  pyproject's range admits it.
     if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
         echo "[bootstrap] installing torch==2.13.0"

@@ -24,6 +24,16 @@ def minilm_tokenizer(minilm_path):
 
 
 @pytest.fixture(scope="session")
+def plugin_dir(tmp_path_factory):
+    """A plug-in folder holding only the trigram test plug-in (tests/support/plugins/trigram_plugin.py)."""
+    from support.workload import write_plugin
+
+    folder = tmp_path_factory.mktemp("plugins")
+    write_plugin(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def xia2021():
     import priorkit
 

@@ -10,7 +10,8 @@ import torch
 from priorkit import PriorProvider
 from priorkit.align import PriorBuilder
 from priorkit.errors import PriorkitError, TokenizerError
-from priorkit.words import PAPER_STOP_WORDS
+from priorkit.align.words import PAPER_STOP_WORDS
+from support.plugins.trigram_plugin import jaccard_matrix
 
 
 class Trigram(PriorProvider):
@@ -20,18 +21,9 @@ class Trigram(PriorProvider):
     allows_nan = True
 
     def compute(self, left, right):
-        def grams(w):
-            w = f"#{w}#"
-            return {w[i:i + 3] for i in range(len(w) - 2)}
-
-        out = np.empty((len(left), len(right)), dtype=np.float32)
-        for i, a in enumerate(left):
-            for j, b in enumerate(right):
-                if a.startswith("zz") or b.startswith("zz"):
-                    out[i, j] = np.nan  # "no knowledge" for words starting with zz
-                else:
-                    ga, gb = grams(a), grams(b)
-                    out[i, j] = len(ga & gb) / len(ga | gb)
+        out = jaccard_matrix(left, right, pad="#")
+        out[[w.startswith("zz") for w in left], :] = np.nan  # "no knowledge" for words starting with zz
+        out[:, [w.startswith("zz") for w in right]] = np.nan
         return out
 
 

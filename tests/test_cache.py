@@ -16,34 +16,19 @@ import pytest
 from priorkit.cache import CachedProvider, PairTable, PriorCache, canonical_pairs, nan_equal
 from priorkit.errors import CacheError
 from priorkit.provider import PriorProvider
+from support.plugins import trigram_plugin
 
 
-class Trigram(PriorProvider):
-    """Character-trigram Jaccard similarity: a real, deterministic measure.
+class Trigram(trigram_plugin.Trigram):
+    """The test plug-in's character-trigram Jaccard, declared not symmetric (each order stored).
 
     Words without a letter get NaN ("no knowledge"), so NaN storage is exercised.
     """
 
-    name = "trigram"
-    version = "1"
     symmetric = False
 
-    @staticmethod
-    def _grams(word: str) -> frozenset[str]:
-        w = f"##{word}##"
-        return frozenset(w[i:i + 3] for i in range(len(w) - 2))
 
-    def compute(self, left, right):
-        gl = [self._grams(w) for w in left]
-        gr = [self._grams(w) for w in right]
-        out = np.array([[len(a & b) / len(a | b) for b in gr] for a in gl], dtype=np.float32).reshape(
-            len(left), len(right))
-        out[[not any(c.isalpha() for c in w) for w in left], :] = np.nan
-        out[:, [not any(c.isalpha() for c in w) for w in right]] = np.nan
-        return out
-
-
-class SymmetricTrigram(Trigram):
+class SymmetricTrigram(trigram_plugin.Trigram):
     name = "trigram-sym"
     symmetric = True
 

@@ -22,9 +22,8 @@ import pytest
 from priorkit.cache import PriorCache
 from priorkit.errors import CacheError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _creation_faults as C  # noqa: E402 - shared with benchmarks/cache_faults.py
-import _faults  # noqa: E402
+from support import creation_faults as C  # shared with benchmarks/cache_faults.py
+from support import workload as _faults
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +119,13 @@ def test_stale_creation_file_of_a_dead_process_is_removed(tmp_path):
     stale.write_bytes(b"half a database")
     Path(f"{stale}.wal").write_bytes(b"x")
     PriorCache(tmp_path / "c.duckdb").check()
+    assert sorted(os.listdir(tmp_path)) == ["c.duckdb"]
+    # killed between linking the new file and removing its temporary name: a second link
+    # to the cache, dropped by the next writable open (the cache itself is untouched)
+    os.link(tmp_path / "c.duckdb", stale)
+    PriorCache(tmp_path / "c.duckdb", read_only=True).count()  # a reader leaves it
+    assert stale.exists()
+    assert PriorCache(tmp_path / "c.duckdb").count() == 0
     assert sorted(os.listdir(tmp_path)) == ["c.duckdb"]
 
 

@@ -2,14 +2,13 @@
 writers and readers, leftover or foreign files, another tokenizer or provider version.
 
 Real child processes run ``precompute`` on real STS-B pairs into real DuckDB files.
-The trials live in benchmarks/_faults.py, shared with benchmarks/cache_faults.py,
+The trials live in tests/support/faults.py, shared with benchmarks/cache_faults.py,
 which runs each many times (numbers in docs/reliability.md); here a few of each
 keep the invariants under test.  A trial returns its ``failures``; each must be empty.
 """
 from __future__ import annotations
 
 import random
-import sys
 import warnings
 from pathlib import Path
 
@@ -22,8 +21,7 @@ from priorkit.datasets import read_dataset
 from priorkit.precompute import precompute
 from priorkit.resources import stsb_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _faults  # noqa: E402 - shared with benchmarks/cache_faults.py
+from support import faults as _faults  # shared with benchmarks/cache_faults.py
 
 
 @pytest.fixture(scope="module")

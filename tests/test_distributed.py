@@ -19,8 +19,7 @@ from priorkit.errors import PluginError, PriorkitError
 from priorkit.precompute import collect_pairs, plan_batches, precompute
 from priorkit.resources import stsb_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _faults  # noqa: E402 - the trigram test plug-in and cache helpers, shared with the cache-fault tests
+from support import workload as _faults  # the trigram test plug-in and cache read-back helpers
 
 _stored, _same_values = _faults.stored, _faults.same_values
 
@@ -35,7 +34,7 @@ def client():
     """One LocalCluster of 2 worker processes (one thread each) for the module.
 
     Started without PRIORKIT_PLUGINS_DIR: its workers know only installed plug-ins."""
-    from priorkit.distributed import start_client
+    from priorkit.precompute.dask_engine import start_client
 
     saved = os.environ.pop("PRIORKIT_PLUGINS_DIR", None)
     try:
@@ -49,20 +48,13 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def plugin_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    _faults.write_plugin(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def dev_examples():
     return read_dataset(stsb_path("dev"), limit=400)
 
 
 def test_two_workers_store_exactly_what_one_process_stores(tmp_path, client, dev_examples, minilm_tokenizer,
                                                            xia2021):
-    from priorkit.distributed import precompute_distributed
+    from priorkit.precompute.dask_engine import precompute_distributed
 
     single = tmp_path / "single.duckdb"
     reference = precompute(dev_examples, PriorBuilder.paper(minilm_tokenizer), PriorCache(single), progress=False)
@@ -94,7 +86,7 @@ def test_two_workers_store_exactly_what_one_process_stores(tmp_path, client, dev
 
 def test_shards_of_an_interrupted_run_are_ingested_by_the_next(tmp_path, client, dev_examples, minilm_tokenizer,
                                                                xia2021):
-    from priorkit.distributed import default_shard_dir, precompute_distributed
+    from priorkit.precompute.dask_engine import default_shard_dir, precompute_distributed
 
     examples = dev_examples[:250]
     path = tmp_path / "c.duckdb"
@@ -133,7 +125,7 @@ def test_provider_unknown_to_the_workers_fails_clearly(tmp_path, client, plugin_
                                                        minilm_tokenizer):
     """The driver loads the plug-in from PRIORKIT_PLUGINS_DIR; the running workers were started without it."""
     import priorkit
-    from priorkit.distributed import precompute_distributed
+    from priorkit.precompute.dask_engine import precompute_distributed
 
     monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", str(plugin_dir))
     builder = PriorBuilder.paper(minilm_tokenizer, provider=priorkit.get_provider("trigram"))
@@ -148,7 +140,7 @@ def test_provider_unknown_to_the_workers_fails_clearly(tmp_path, client, plugin_
 
 def test_unregistered_provider_fails_before_any_work(tmp_path, plugin_dir, dev_examples, minilm_tokenizer):
     """A provider object that no plug-in registered cannot be rebuilt on a worker: said at once."""
-    from priorkit.distributed import precompute_distributed
+    from priorkit.precompute.dask_engine import precompute_distributed
 
     module = _faults.load_plugin(plugin_dir / "trigram_plugin.py", "trigram_unregistered")
     builder = PriorBuilder.paper(minilm_tokenizer, provider=module.Trigram())
@@ -159,7 +151,7 @@ def test_unregistered_provider_fails_before_any_work(tmp_path, plugin_dir, dev_e
 
 
 def test_missing_dask_names_the_extra(tmp_path, monkeypatch, dev_examples, minilm_tokenizer):
-    from priorkit.distributed import precompute_distributed
+    from priorkit.precompute.dask_engine import precompute_distributed
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` sees when not installed
     with pytest.raises(PriorkitError, match=r"pip install 'priorkit\[distributed\]'"):
@@ -168,7 +160,7 @@ def test_missing_dask_names_the_extra(tmp_path, monkeypatch, dev_examples, minil
 
 
 def test_unreachable_scheduler(tmp_path, dev_examples, minilm_tokenizer):
-    from priorkit.distributed import precompute_distributed
+    from priorkit.precompute.dask_engine import precompute_distributed
 
     path = tmp_path / "c.duckdb"
     with pytest.raises(PriorkitError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
@@ -222,3 +214,32 @@ def test_cli_scheduler_address(tmp_path, client, xia2021):
     run = PriorCache(path, read_only=True).runs()[0]
     assert run["status"] == "finished" and f"scheduler={address}" in run["message"] and run["new"] > 0
     assert PriorCache(path, read_only=True).count(xia2021.fingerprint) == run["new"]
+
+
+def test_pipeline_precompute_section_chooses_the_engine(tmp_path, client, minilm_path, xia2021):
+    """A pipeline's ``precompute: {engine: dask, scheduler: ...}`` fills its cache on Dask workers
+    (here the module's cluster, by address) with exactly what the local engine stores."""
+    from priorkit.pipeline.config import config_from_dict
+    from priorkit.pipeline.steps import run_pipeline
+
+    def run(name: str, precompute: dict) -> Path:
+        cfg = config_from_dict({
+            "name": name, "output_dir": str(tmp_path / name),
+            "model": {"name_or_path": str(minilm_path), "max_length": 32},
+            "data": {"train": {"source": "stsb", "split": "dev", "limit": 80},
+                     "eval": {"source": "stsb", "split": "dev", "limit": 8}},
+            "prior": {"name": "paper", "preset": "paper"}, "precompute": precompute,
+            "train": {"progress": False},
+        })
+        outcome = run_pipeline(cfg, steps=("precompute",), log=lambda s: None).outcomes[0]
+        assert outcome.status == "done", outcome
+        return tmp_path / name / "cache" / "priors.duckdb"
+
+    dask = run("dask", {"engine": "dask", "scheduler": client.scheduler.address, "shard_size": 500})
+    local = run("local", {"engine": "local", "batch_size": 900})
+    fp = xia2021.fingerprint
+    assert _same_values(_stored(dask, fp), _stored(local, fp)) and len(_stored(dask, fp)) > 1_000
+    message = PriorCache(dask, read_only=True).runs()[0]["message"]
+    assert message.startswith(f"engine=dask; scheduler={client.scheduler.address}; workers=2; shards=")
+    assert int(message.split("shards=")[1].split()[0]) >= 2  # several shards of 500 pairs
+    assert PriorCache(local, read_only=True).runs()[0]["message"] is None

@@ -323,7 +323,7 @@ def test_recognition_longest_match_case_and_punctuation(cardio):
 def test_aligner_style_keys_are_recognised(cardio):
     """priorkit.align passes lower-cased keys with punctuation stripped ('paper') or kept inside ('strip')."""
     p = cardio["rrf-folder"]
-    from priorkit.words import paper_key
+    from priorkit.align.words import paper_key
 
     for key in (paper_key, lambda w: w.lower().strip(".,;:()")):
         words = [key(w) for w in "Non-insulin-dependent diabetes mellitus and heart attack".split()]

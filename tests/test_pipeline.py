@@ -139,6 +139,27 @@ def test_config_error_for_data_source_and_yaml_syntax(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
+def test_precompute_section_picks_the_engine(tmp_path):
+    path = _write(tmp_path / "p.yaml", """
+        data:
+          train: {source: stsb}
+          eval: {source: stsb, split: dev}
+        precompute:
+          engine: dask
+          scheduler: tcp://10.0.0.5:8786
+          shard_size: 5000
+    """)
+    pc = load_config(path).precompute
+    assert pc.engine_options() == {"workers": None, "scheduler": "tcp://10.0.0.5:8786", "shard_size": 5000,
+                                   "shard_dir": None}
+    assert load_config(path, ["precompute.engine=local"]).precompute.engine_options() == {"batch_size": 50_000}
+    ray = _write(tmp_path / "ray.yaml", path.read_text().replace("engine: dask", "engine: ray"))
+    with pytest.raises(ConfigError, match=rf"^{ray}:5: precompute.engine: "):
+        load_config(ray)
+    with pytest.raises(ConfigError, match=r"^--set precompute.workers=0: precompute.workers: must be at least 1"):
+        load_config(path, ["precompute.workers=0"])
+
+
 def test_override_errors_name_the_override(tmp_path):
     path = _write(tmp_path / "ok.yaml", "data:\n  train: {source: stsb}\n  eval: {source: stsb, split: dev}\n")
     with pytest.raises(ConfigError, match=r"^--set train.batch_size=many: train.batch_size: expected an integer"):

@@ -10,7 +10,6 @@ import random
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,26 +21,9 @@ from priorkit.datasets import read_dataset
 from priorkit.precompute import collect_pairs, plan_batches, plan_blocks, precompute
 from priorkit.resources import stsb_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _faults  # noqa: E402 - the trigram plug-in and fault helpers, shared with benchmarks/cache_faults.py
+from support import workload as _faults  # the trigram plug-in and cache read-back helpers (tests/support)
 
 _stored, _same_values = _faults.stored, _faults.same_values
-
-
-def jaccard_reference(a: str, b: str) -> float:
-    """Independent reference of the plug-in's measure (float32, NaN rule included)."""
-    if not any(c.isalpha() for c in a) or not any(c.isalpha() for c in b):
-        return float("nan")
-    ga = {f"##{a}##"[i:i + 3] for i in range(len(a) + 2)}
-    gb = {f"##{b}##"[i:i + 3] for i in range(len(b) + 2)}
-    return float(np.float32(len(ga & gb) / len(ga | gb)))
-
-
-@pytest.fixture(scope="module")
-def plugin_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    _faults.write_plugin(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +74,8 @@ def test_precompute_fills_the_cache_and_a_rerun_computes_nothing(tmp_path, build
     assert first.examples == 60 and first.requested == len(wanted)
     assert first.pairs == first.new == len(keys) and first.cached == 0 and first.batches > 1
     stored = _stored(cache.path, builder.provider.fingerprint)
-    for a, b in random.Random(0).sample(sorted(wanted), 300):  # both orders are answered
-        assert nan_equal(np.float32(stored[(a, b)]), np.float32(jaccard_reference(a, b)))
+    for a, b in random.Random(0).sample(sorted(wanted), 300):  # both orders, as one pair at a time gives
+        assert nan_equal(np.float32(stored[(a, b)]), builder.provider.similarity([a], [b])[0, 0])
     second = precompute(examples, builder, cache, batch_size=500, progress=False)
     assert second.new == 0 and second.cached == len(keys) and second.computed == 0
     runs = cache.runs()
@@ -119,8 +101,11 @@ def test_block_shape_does_not_change_values(tmp_path, builder, dev_examples):
     assert _same_values(_stored(tmp_path / "exact.duckdb", fp), _stored(tmp_path / "dense.duckdb", fp))
 
 
-def test_paper_word_pairs_helper_matches_the_real_builder(plugin_module, builder, dev_examples):
-    helper = plugin_module.PaperWordPairs(builder.provider)
+def test_torch_free_word_pairs_match_the_real_builder(builder, dev_examples):
+    """WordKeys.paper (no tokenizer, no torch: what child processes use) asks for the builder's pairs."""
+    from priorkit.align.words import WordKeys
+
+    helper = WordKeys.paper(builder.provider)
     for e in dev_examples[:200]:
         assert helper.word_pairs(e.text_a, e.text_b) == builder.word_pairs(e.text_a, e.text_b)
 

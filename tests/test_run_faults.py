@@ -1,25 +1,20 @@
 """kill -9 during `priorkit run` training and during a Dask ingest (issue 14): the same
 command rerun with no step in between resumes and ends right.  The trials live in
-benchmarks/_run_faults.py, shared with benchmarks/cache_faults.py (`--only training,dask`),
+tests/support/run_faults.py, shared with benchmarks/cache_faults.py (`--only training,dask`),
 which runs more of them (counts in docs/reliability.md)."""
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _faults  # noqa: E402
-import _run_faults as R  # noqa: E402 - shared with benchmarks/cache_faults.py
+from support import run_faults as R  # shared with benchmarks/cache_faults.py
 
 
 @pytest.fixture(scope="module")
-def plugins(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    _faults.write_plugin(folder)
-    return folder
+def plugins(plugin_dir) -> Path:
+    return plugin_dir
 
 
 def test_kill_during_training_then_rerun_resumes_to_a_model_that_loads(tmp_path, plugins):

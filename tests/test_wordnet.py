@@ -18,14 +18,10 @@ import pytest
 import priorkit
 from priorkit.errors import DataFormatError, ResourceError
 from priorkit.resources import resource_path, stsb_path
+from support.wordnet_reference import PAPER_STOP
+from support.wordnet_reference import nltk_xia2021 as reference_xia2021
 
 MEASURES = ["xia2021", "path", "wup", "lch", "res", "jcn", "lin"]
-
-# The paper's stop words as METHOD.md lists them (spelled out: independent of priorkit.words).
-PAPER_STOP = set(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then "
-    "there these they this to was will with am cls sep".split()
-)
 
 EXTRA_PAIRS = [
     # verbs (incl. lemmas with several antonyms: only the first counts in the paper's code)
@@ -90,7 +86,7 @@ def pairs(nltk_wn) -> list[tuple[str, str]]:
     """>= 500 real word pairs: cross-sentence pairs of STS-B dev (as the paper
     builds them), WordSim-353 pairs, and hand-picked cases; NLTK's synset
     counts decide which are cheap enough for the reference loop."""
-    from priorkit.words import paper_words
+    from priorkit.align.words import paper_words
 
     wn, _ = nltk_wn
     n_syn: dict[str, int] = {}
@@ -141,36 +137,8 @@ def nltk_wup(x, y):
 
 
 def nltk_xia2021(wn, a: str, b: str) -> float:
-    """The paper's measure, following the authors' NLTK code line by line."""
-    if not a or not b or a in PAPER_STOP or b in PAPER_STOP:
-        return 0.0
-    left, right = wn.synsets(a), wn.synsets(b)
-    if not left or not right:
-        return 1.0 if a == b else 0.0
-
-    def names(synsets):
-        syn, ant = [], []
-        for s in synsets:
-            for lemma in s.lemmas():
-                syn.append(lemma.name())
-                if lemma.antonyms():
-                    ant.append(lemma.antonyms()[0].name())
-        return syn, ant
-
-    lsyn, lant = names(left)
-    rsyn, rant = names(right)
-    if b in lant or b in lsyn or a in rant or a in rsyn:
-        return 1.0
-    s1 = s2 = 0.0
-    c1 = c2 = 0
-    for x in left:
-        for y in right:
-            v1, v2 = nltk_wup(x, y), nltk_wup(y, x)
-            if v1 is not None:
-                s1, c1 = s1 + v1, c1 + 1
-            if v2 is not None:
-                s2, c2 = s2 + v2, c2 + 1
-    return (s1 + s2) / (c1 + c2) if c1 + c2 else 0.0
+    """The paper's measure, following the authors' NLTK code line by line (wup calls remembered)."""
+    return reference_xia2021(wn, a, b, wup=nltk_wup)
 
 
 def nltk_max(wn, ic, measure: str, a: str, b: str, lch_depth, max_ic: float) -> float:

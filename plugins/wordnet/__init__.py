@@ -32,7 +32,7 @@ import numpy as np
 import priorkit
 from priorkit.errors import PriorkitError
 from priorkit.provider import PriorProvider, validate_output
-from priorkit.words import PAPER_STOP_WORDS
+from priorkit.align.words import PAPER_STOP_WORDS
 
 from . import files as wnfiles
 

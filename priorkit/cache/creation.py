@@ -178,7 +178,7 @@ def remove_stale(path: Path) -> list[Path]:
     for file, host, pid, alive in creators(path):
         if host == here and not alive:
             for p in (file, Path(f"{file}.wal")):
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):  # gone already, or a folder we cannot write
                     p.unlink()
             removed.append(file)
     return removed

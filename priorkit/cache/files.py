@@ -117,6 +117,7 @@ class CacheFile:
         self.path = Path(path).expanduser() if path is not None else default_cache_path()
         self.read_only = bool(read_only)
         self.timeout = float(timeout)
+        self._swept = False  # stale creation files removed (writable caches, first connection)
         self._check_file(wait=False)
 
     def __repr__(self) -> str:
@@ -278,6 +279,11 @@ class CacheFile:
             with _path_lock(self.path):
                 if not self.path.exists():
                     self._create()
+        if not self.read_only and not self._swept:
+            # a creator killed between linking the file and removing its temporary name
+            # leaves that name (a second link to the cache): once per object, drop it
+            creation.remove_stale(self.path)
+            self._swept = True
         with _path_lock(self.path):
             con = self._open(duckdb, read_only=not write)
             label = f"{self!r} (a {'read-write' if write else 'read-only'} connection)"

@@ -89,7 +89,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
     if shard_size is not None and shard_size < 1:
         raise click.UsageError(f"--shard-size must be positive, got {shard_size}")
     if engine == "dask":
-        from ..distributed import import_distributed
+        from ..precompute.dask_engine import import_distributed
 
         import_distributed()  # a missing install fails now, not after reading the dataset
     cache = PriorCache(cache_path, timeout=timeout)
@@ -98,23 +98,21 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
                             header=not no_header, limit=limit)
     if not examples:
         raise click.UsageError(f"{dataset} holds no examples")
-    from ..align import PriorBuilder, tokenizer_fingerprint
-    from ..plugins import get_provider
-    from ..precompute import precompute
+    from ..align import tokenizer_fingerprint
+    from ..precompute import make_engine, run_precompute
     from ..resources import minilm_path
+    from ..spec import PriorSpec
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
     tok = tokenizer or str(minilm_path())
-    if preset == "paper":
-        if single:
-            raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
-                                   "(use --provider NAME --layout full)")
-        prov = get_provider(provider, **_parse_params(params)) if provider else None
-        builder = PriorBuilder.paper(tok, provider=prov)  # None: wordnet xia2021
-    else:
-        if (layout or "full") == "paper" and single:
-            raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
-        builder = PriorBuilder(tok, get_provider(provider, **_parse_params(params)), layout=layout or "full")
+    if preset == "paper" and single:
+        raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
+                               "(use --provider NAME --layout full)")
+    if preset is None and (layout or "full") == "paper" and single:
+        raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
+    # without --provider, --preset paper means its own provider (priorkit.spec.PAPER_PROVIDER)
+    spec = PriorSpec(provider=provider, params=_parse_params(params), preset=preset, layout=layout or "full")
+    builder = spec.build_builder(tok)
     run_info = {
         "dataset": str(dataset),
         "dataset_checksum": file_checksum(dataset),
@@ -122,16 +120,10 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         "layout": builder.layout,
         "tokenizer": tokenizer_fingerprint(builder.tokenizer),
     }
+    options = ({"batch_size": batch_size} if engine == "local" else
+               {"scheduler": scheduler, "workers": workers, "shard_size": shard_size, "shard_dir": shard_dir})
     try:
-        if engine == "dask":
-            from ..distributed import DEFAULT_SHARD_SIZE, precompute_distributed
-
-            summary = precompute_distributed(
-                examples, builder, cache, scheduler=scheduler, workers=workers or 2,
-                shard_size=shard_size or DEFAULT_SHARD_SIZE, shard_dir=shard_dir,
-                progress=progress and not as_json, run_info=run_info)
-        else:
-            summary = precompute(examples, builder, cache, batch_size=batch_size,
+        summary = run_precompute(examples, builder, cache, make_engine(engine, **options),
                                  progress=progress and not as_json, run_info=run_info)
     except KeyboardInterrupt:
         kept = "committed batches are" if engine == "local" else "ingested shards and finished shard files are"

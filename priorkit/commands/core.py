@@ -123,20 +123,19 @@ def parse_params(params: tuple[str, ...]) -> dict:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write a heat-map PNG here.")
 def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, out) -> None:
     """Print (and plot) the token-aligned prior of a sentence or a pair."""
-    from ..align import PriorBuilder
-    from ..plugins import get_provider
     from ..resources import minilm_path
+    from ..spec import PriorSpec
 
     tok = tokenizer or str(minilm_path())
-    prov = get_provider(provider, **parse_params(params))
+    parsed = parse_params(params)
     if preset is None:
         preset = "paper" if (text_b is not None and provider == "wordnet" and not params and layout is None) else "none"
-    if preset == "paper":
-        if text_b is None:
-            raise click.UsageError("the paper preset needs two sentences")
-        builder = PriorBuilder.paper(tok, provider=prov, cache=cache)  # wordnet's default measure is xia2021
-    else:
-        builder = PriorBuilder(tok, prov, layout=layout or "full", cache=cache)
+    if preset == "paper" and text_b is None:
+        raise click.UsageError("the paper preset needs two sentences")
+    spec = PriorSpec(provider=provider, params=parsed, preset=None if preset == "none" else preset,
+                     layout=layout or "full")
+    prov = spec.build_provider()
+    builder = spec.build_builder(tok, provider=prov, cache=cache)
     P = builder.build(text_a, text_b)
     tokens = builder.encode(text_a, text_b).tokens()
     from rich.console import Console

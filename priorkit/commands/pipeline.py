@@ -66,9 +66,9 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
 
     result = run_pipeline(cfg, prior_name=prior_name, force=force,
                           steps=tuple(s.strip() for s in steps.split(",") if s.strip()), log=click.echo)
-    from ..pipeline import dist
+    from ..pipeline import ranks
 
-    if not result.metrics or not dist.is_main():  # under torchrun: one table, from the main process
+    if not result.metrics or not ranks.is_main():  # under torchrun: one table, from the main process
         return
     from rich.console import Console
     from rich.table import Table
@@ -117,9 +117,9 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         result = sw.write_reports(cfg, sw.collect_rows(cfg, sw.grid(cfg)))
     else:
         result = sw.run_sweep(cfg, force=force, log=click.echo)
-    from ..pipeline import dist
+    from ..pipeline import ranks
 
-    if not dist.is_main():  # under torchrun: one table, from the main process
+    if not ranks.is_main():  # under torchrun: one table, from the main process
         return
     sw.print_table(cfg, result.cells)
     for kind, path in result.files.items():

@@ -16,7 +16,7 @@ the step stops and says so, unless ``force`` is given.
 
 Under a multi-process launcher (torchrun, accelerate launch) every process runs
 these steps; the decisions and every file write happen on the main process
-only, and the others wait for its answer (:mod:`priorkit.pipeline.dist`).
+only, and the others wait for its answer (:mod:`priorkit.pipeline.ranks`).
 Only training and evaluation run in every process.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import PriorkitError
-from . import dist
+from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
 from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, configure_torch,
@@ -79,7 +79,7 @@ def precompute_step(cfg: PipelineConfig, name: str, prior: PriorConfig | None, s
     With several processes only the main one writes the cache (DuckDB has one
     writer); the others wait, then open it read-only for training.
     """
-    return dist.on_main(_precompute, cfg, name, prior, splits, force=force, log=log)
+    return ranks.on_main(_precompute, cfg, name, prior, splits, force=force, log=log)
 
 
 def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, splits: dict[str, Split], *,
@@ -90,7 +90,7 @@ def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, split
     from transformers import AutoTokenizer
 
     from ..cache import PriorCache
-    from ..precompute import base_provider, precompute
+    from ..precompute import base_provider, make_engine, run_precompute
     from .train import model_source
 
     tokenizer = AutoTokenizer.from_pretrained(model_source(cfg))
@@ -112,8 +112,9 @@ def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, split
     examples = [e for s in sorted(splits) for e in splits[s].examples]
     inputs = [(e["words"], None) if "words" in e else (e["text_a"], e.get("text_b")) for e in examples]
     cache = PriorCache(path)
-    summary = precompute(inputs, builder, cache, progress=cfg.train.progress,
-                         run_info={"dataset": f"pipeline {cfg.name}", "layout": builder.layout})
+    engine = make_engine(cfg.precompute.engine, **cfg.precompute.engine_options())
+    summary = run_precompute(inputs, builder, cache, engine, progress=cfg.train.progress,
+                             run_info={"dataset": f"pipeline {cfg.name}", "layout": builder.layout})
     _write_json(marker, {**summary.as_dict(), "prior": name, "key": key, "created": _now()})
     return StepOutcome("precompute", "done", time.perf_counter() - t0,
                        f"{name}: {summary.pairs:,} pairs ({summary.new:,} new) in {summary.seconds:.1f}s")
@@ -191,7 +192,7 @@ def _prepare_train(spec: RunSpec, splits: dict[str, Split], force: bool) -> Step
 
 def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
                callbacks: Sequence[Any] = ()) -> StepOutcome:
-    resume = dist.on_main(_prepare_train, spec, splits, force)  # one decision for every process
+    resume = ranks.on_main(_prepare_train, spec, splits, force)  # one decision for every process
     if isinstance(resume, StepOutcome):
         return resume
     t0 = time.perf_counter()
@@ -215,12 +216,12 @@ def _prepare_evaluate(spec: RunSpec, splits: dict[str, Split], force: bool) -> S
 
 def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
     """Score the saved model; with several processes each scores a shard and the main one writes."""
-    skipped = dist.on_main(_prepare_evaluate, spec, splits, force)
+    skipped = ranks.on_main(_prepare_evaluate, spec, splits, force)
     if skipped is not None:
         return skipped
     t0 = time.perf_counter()
     scores = evaluate_run(spec, splits)  # the Trainer gathers every process's predictions, in order
-    return dist.on_main(_write_metrics, spec, splits, scores, t0)
+    return ranks.on_main(_write_metrics, spec, splits, scores, t0)
 
 
 def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: float) -> StepOutcome:
@@ -297,7 +298,7 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
         raise PriorkitError(f"unknown step(s) {unknown}; steps are {', '.join(STEPS)}")
     spec = spec_for_run(cfg, prior_name)
     configure_torch(cfg)  # joins the process group of a multi-process launch
-    if not dist.is_main():
+    if not ranks.is_main():
         log = _silent  # one voice: the main process reports for all
     splits = load_data(cfg)
     log(f"pipeline {cfg.name}: {spec.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
@@ -310,7 +311,7 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
                      log=log, callbacks=callbacks)
     result.outcomes[:0] = outcomes
     if "report" in steps and result.metrics:
-        report = dist.on_main(write_run_report, spec, result.metrics)
+        report = ranks.on_main(write_run_report, spec, result.metrics)
         result.outcomes.append(StepOutcome("report", "done", detail=str(report)))
     return result
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import dist
+from . import ranks
 from .config import PipelineConfig
 from .data import load_data
 from .steps import Log, _silent, precompute_step, run_one
@@ -107,7 +107,7 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
     (one data-parallel job per cell); the main process writes and reports.
     """
     configure_torch(cfg)  # joins the process group of a multi-process launch
-    if not dist.is_main():
+    if not ranks.is_main():
         log = _silent
     splits = load_data(cfg)
     settings = cfg.prior_settings()
@@ -123,7 +123,7 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
         log(f"run {i}/{len(specs)}: {spec.label}")
         run_one(spec, splits, force=force, log=log)
     rows = collect_rows(cfg, specs)
-    return dist.on_main(write_reports, cfg, rows)
+    return ranks.on_main(write_reports, cfg, rows)
 
 
 def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str, Any]]:

@@ -13,6 +13,10 @@ folder holds::
 The model in ``model/`` carries its prior-attention settings in config.json
 (``config.priorkit``), and ``priorkit-run.json`` names the prior builder, so
 :func:`load_trained` gives back a model that behaves exactly as in training.
+
+The module is over 500 lines because training, saving, reloading and scoring
+one run share the run folder's layout, :class:`RunSpec` and the prior wiring
+(builder, collator, attention); split apart, each half would import the other.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import numpy as np
 import torch
 
 from ..errors import PriorkitError
-from . import dist
+from . import ranks
 from .config import PipelineConfig, PriorConfig, config_from_dict, digest
 from .data import Split, fraction_indices
 from .tasks import Task, make_task
@@ -77,8 +81,8 @@ class RunSpec:
         idx = self.train_indices(len(train))
         train_cfg = {k: v for k, v in dataclasses.asdict(self.cfg.train).items() if k not in _NON_SEMANTIC}
         train_cfg.update(fraction=self.fraction, seed=self.seed)
-        if dist.world_size() > 1:  # the effective batch grows with it (absent for one process: old keys hold)
-            train_cfg["world_size"] = dist.world_size()
+        if ranks.world_size() > 1:  # the effective batch grows with it (absent for one process: old keys hold)
+            train_cfg["world_size"] = ranks.world_size()
         return digest({
             "model": dataclasses.asdict(self.cfg.model),
             "task": dataclasses.asdict(self.cfg.task),
@@ -126,14 +130,14 @@ def configure_torch(cfg: PipelineConfig) -> str:
 
     Processes started together on one machine (torchrun) share its cores, so
     each takes its share rather than all of them; they join their process
-    group here (:func:`dist.init`), before any step needs a barrier.
+    group here (:func:`ranks.init`), before any step needs a barrier.
     """
     tc = cfg.train
-    threads = tc.threads or max(1, _usable_cores() // dist.local_world_size())
+    threads = tc.threads or max(1, _usable_cores() // ranks.local_world_size())
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     device = _pick_device(cfg)
-    dist.init(device)
+    ranks.init(device)
     return device
 
 
@@ -174,27 +178,16 @@ def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:
 
 
 def make_provider(prior: PriorConfig):
-    from ..plugins import get_provider
-
-    if prior.preset == "paper" and prior.provider == "wordnet" and not prior.params:
-        return get_provider("wordnet", measure="xia2021")  # the paper's measure
-    return get_provider(prior.provider, **prior.params)
+    return prior.spec().build_provider()
 
 
 def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
     """The :class:`PriorBuilder` of a prior setting (None for no prior)."""
     if prior is None:
         return None
-    from ..align import PriorBuilder
-
-    kw = {"truncation": True, "max_length": cfg.model.max_length}
     path = cache_path(cfg, prior) if use_cache else None
     cache = str(path) if path is not None and path.exists() else None
-    provider = make_provider(prior)
-    if prior.preset == "paper":
-        return PriorBuilder.paper(tokenizer, provider=provider, cache=cache, **kw)
-    return PriorBuilder(tokenizer, provider, layout=prior.layout, cache=cache, neutral=prior.neutral,
-                        keys=prior.keys, **kw)
+    return prior.spec().build_builder(tokenizer, cache=cache, truncation=True, max_length=cfg.model.max_length)
 
 
 def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
@@ -243,7 +236,7 @@ def _trace_file() -> Path | None:
     if not folder:
         return None
     Path(folder).mkdir(parents=True, exist_ok=True)
-    return Path(folder) / f"examples-rank{dist.rank()}.txt"
+    return Path(folder) / f"examples-rank{ranks.rank()}.txt"
 
 
 class SeededLengthGroupedSampler:
@@ -462,7 +455,7 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         if not cfg.train.keep_checkpoints:
             shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
 
-    dist.on_main(write_log)
+    ranks.on_main(write_log)
     del trainer, model
     _release_memory()
     return summary
@@ -484,7 +477,7 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
     """
     final = spec.run_dir / MODEL_DIR
     tmp = spec.run_dir / (MODEL_DIR + ".partial")
-    dist.on_main(shutil.rmtree, tmp, ignore_errors=True)
+    ranks.on_main(shutil.rmtree, tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
 
     def finish() -> None:
@@ -496,7 +489,7 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
 
-    dist.on_main(finish)
+    ranks.on_main(finish)
 
 
 def run_metadata(spec: RunSpec, task: Task) -> dict[str, Any]:
@@ -615,5 +608,5 @@ def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedMod
         if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
             ckpt_dir.rmdir()
 
-    dist.on_main(tidy)
+    ranks.on_main(tidy)
     return out

@@ -18,6 +18,10 @@ How a study runs (docs/tune.md):
   running; trials left "running" by a dead process are failed after a heartbeat
   grace period and retried once, and trials interrupted with Ctrl-C are retried on
   the next start.  Several processes may run ``priorkit tune`` on one study at once.
+
+The module is over 500 lines because the study's objective, its storage and its
+retry rules for failed and abandoned trials work on the same Optuna objects
+and are read together.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """kill -9 during ``priorkit run`` training and during a Dask ingest, shared by
-``benchmarks/cache_faults.py`` (``--only training,dask``) and the tests.
+``benchmarks/cache_faults.py`` (``--only training,dask``) and ``tests/test_run_faults.py``.
 
 Training: a real ``priorkit run`` (a random 2-layer BERT with the MiniLM
 vocabulary, 32 STS-B pairs, the paper prior, checkpoints every 2 steps) is
@@ -14,9 +14,9 @@ Dask ingest: ``precompute_distributed`` (a local cluster of two worker threads i
 the killed process) is killed while it ingests its Parquet shards into the
 cache; the same program rerun must ingest what the killed run left and end
 with the values of a single-process run.  Both trials use the trigram plug-in
-of _faults.py (registered through ``PRIORKIT_PLUGINS_DIR``) as the prior.
+(``plugins/trigram_plugin.py``, registered through ``PRIORKIT_PLUGINS_DIR``) as the prior.
 
-A trial never asserts; it returns its ``failures`` (see _faults.py).
+A trial never asserts; it returns its ``failures`` (see faults.py).
 """
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def training_kill_trial(folder: Path, model: Path, plugins: Path, rng: random.Ra
                         when: str = "checkpoint") -> TrainingKill:
     """SIGKILL ``priorkit run`` during training, rerun it, check the model it ends with.
 
-    ``plugins``: a folder with the trigram plug-in of _faults.py (the prior: cheap to
-    compute, so the trial's time goes to training)."""
+    ``plugins``: a folder with the trigram plug-in (``workload.write_plugin``; the prior:
+    cheap to compute, so the trial's time goes to training)."""
     folder = Path(folder) / f"train-kill-{rng.getrandbits(32):08x}"
     folder.mkdir(parents=True)
     out = folder / "runs"
@@ -190,22 +190,21 @@ def _reload_and_score(run_dir: Path, metrics: dict) -> list[str]:
 # kill -9 during the Dask ingest
 # ---------------------------------------------------------------------------
 DASK_CHILD = """
-import importlib.util, sys
+import sys
 import priorkit
+from priorkit.align.words import WordKeys
 from priorkit.cache import PriorCache
 from priorkit.datasets import read_dataset
 from priorkit.resources import stsb_path
 
-spec = importlib.util.spec_from_file_location("trigram_plugin", {plugin!r})
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-builder = mod.PaperWordPairs(priorkit.get_provider("trigram"))  # registered from PRIORKIT_PLUGINS_DIR
+builder = WordKeys.paper(priorkit.get_provider("trigram"))  # registered from PRIORKIT_PLUGINS_DIR
 examples = read_dataset(stsb_path("dev"), limit={limit})
 if {single!r}:
     from priorkit.precompute import precompute
     precompute(examples, builder, PriorCache({single!r}), progress=False)
     sys.exit(0)
 from dask.distributed import Client, LocalCluster
-from priorkit.distributed import precompute_distributed
+from priorkit.precompute.dask_engine import precompute_distributed
 cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
 client = Client(cluster)
 
@@ -238,8 +237,7 @@ def ingest_kill_trial(folder: Path, plugins: Path, rng: random.Random, *, limit:
     folder.mkdir(parents=True)
     path = folder / "c.duckdb"
     trial = IngestKill(1, round(rng.uniform(0, 0.1), 3))
-    plugin = str(Path(plugins) / "trigram_plugin.py")
-    script = DASK_CHILD.format(plugin=plugin, limit=limit, cache=str(path), shard=shard, single="")
+    script = DASK_CHILD.format(limit=limit, cache=str(path), shard=shard, single="")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PRIORKIT_PLUGINS_DIR": str(plugins)}
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, start_new_session=True)
@@ -260,7 +258,7 @@ def ingest_kill_trial(folder: Path, plugins: Path, rng: random.Random, *, limit:
     if seen < trial.after_shards:
         trial.failures.append(f"the run ingested {seen} shards before it ended: {proc.stderr.read()[-500:]}")
         return trial
-    from priorkit.distributed import default_shard_dir
+    from priorkit.precompute.dask_engine import default_shard_dir
 
     trial.count_after = PriorCache(path, read_only=True, timeout=30).count()
     trial.shards_left = len(list(default_shard_dir(PriorCache(path)).rglob("*.parquet")))
@@ -270,7 +268,7 @@ def ingest_kill_trial(folder: Path, plugins: Path, rng: random.Random, *, limit:
         return trial
     reference = Path(reference) if reference is not None else folder / "single.duckdb"
     if not reference.exists():  # values of a single-process run (shared by trials when given)
-        single = DASK_CHILD.format(plugin=plugin, limit=limit, cache="", shard=shard, single=str(reference))
+        single = DASK_CHILD.format(limit=limit, cache="", shard=shard, single=str(reference))
         done = subprocess.run([sys.executable, "-c", single], capture_output=True, text=True, env=env, timeout=900)
         if done.returncode != 0:
             trial.failures.append(f"the reference run failed: {done.stderr[-500:]}")

@@ -1,5 +1,5 @@
 """Faults in the window where a cache file is created, shared by ``benchmarks/cache_faults.py``
-and ``tests/test_cache_creation.py``.
+(``--only creation``) and ``tests/test_cache_creation.py``.
 
 Three kinds of creator are trialled, each a real child process:
 
@@ -17,7 +17,7 @@ Both trials are timed by the file's appearance: the parent lists the folder in
 a tight loop and acts the moment the watched name exists (``temp``: the creating
 file, ``final``: the cache path), optionally after a random extra delay.
 
-A trial never asserts; it returns what it saw and its ``failures`` (see _faults.py).
+A trial never asserts; it returns what it saw and its ``failures`` (see faults.py).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from priorkit.cache import PriorCache
 from priorkit.errors import CacheError
 
-from _faults import Workload, duplicate_keys, same_values, stored
+from .workload import Workload, duplicate_keys, same_values, stored
 
 #: what older versions did: DuckDB creates the file in place, then the schema goes in
 IN_PLACE = """

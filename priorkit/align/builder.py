@@ -27,78 +27,22 @@ multiplicative no-op).
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import re
-import string
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
-import torch
 
-from .errors import PriorkitError, TokenizerError
-from .provider import PriorProvider
-from .words import PAPER_STOP_WORDS, paper_key
+from ..errors import PriorkitError, TokenizerError
+from ..provider import PriorProvider
+from .tokens import Alignment, _char_to_word, _index_keys, _Plan, load_tokenizer, tokenizer_fingerprint
+from .words import PAPER_WORDS, WordKeys, _input_kind, _phrase_keys, check_layout_keys
 
-LAYOUTS = ("paper", "full")
-_CHUNK = re.compile(r"\S+")
-
-
-def strip_key(chunk: str) -> str:
-    """Lower-case and strip surrounding punctuation (keeps inner hyphens)."""
-    return chunk.lower().strip(string.punctuation)
+if TYPE_CHECKING:
+    import torch
 
 
-KEY_FUNCTIONS = {"paper": paper_key, "strip": strip_key}
 
 
-@dataclasses.dataclass
-class Alignment:
-    """How the tokens of one encoded example map to words.
-
-    ``token_word[t]`` is an index into ``keys`` (or -1 for tokens that carry no
-    word, e.g. padding); ``token_side[t]`` is 0 for side A, 1 for side B;
-    ``token_span[t]`` identifies the phrase (span) a token belongs to, -1 for
-    special tokens.
-    """
-
-    keys: list[str]
-    token_word: np.ndarray  # (L,) int
-    token_side: np.ndarray  # (L,) int
-    token_span: np.ndarray  # (L,) int
-    special: np.ndarray  # (L,) bool
-    span_keys: list[str]  # phrase key of each span id
-
-
-def load_tokenizer(tokenizer: Any):
-    """A tokenizer object, a local path or a Hub id -> a fast tokenizer."""
-    if isinstance(tokenizer, (str, bytes)) or hasattr(tokenizer, "__fspath__"):
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-    if not getattr(tokenizer, "is_fast", False):
-        raise TokenizerError(
-            f"{type(tokenizer).__name__} is a slow (Python) tokenizer; priorkit aligns priors "
-            "with the character offsets only fast tokenizers give. Load it with "
-            "AutoTokenizer.from_pretrained(name_or_path) (fast is the default) or convert it "
-            "with transformers' convert_slow_tokenizer."
-        )
-    return tokenizer
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials)."""
-    try:
-        blob = tokenizer.backend_tokenizer.to_str()
-    except Exception:  # noqa: BLE001 - fall back to the vocabulary
-        blob = json.dumps(sorted(tokenizer.get_vocab().items()))
-    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-    short = str(name).rstrip("/").split("/")[-1]
-    return f"{short}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
-
-
-class PriorBuilder:
+class PriorBuilder(WordKeys):
     """Build token-aligned prior matrices for one tokenizer and one provider.
 
     :param tokenizer: a fast tokenizer, a local path or a Hub id.
@@ -127,33 +71,18 @@ class PriorBuilder:
         keys: str = "strip",
         **tokenizer_kwargs: Any,
     ) -> None:
-        if layout not in LAYOUTS:
-            raise PriorkitError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
-        if keys not in KEY_FUNCTIONS:
-            raise PriorkitError(f"unknown key normalisation {keys!r}; choose one of {', '.join(KEY_FUNCTIONS)}")
+        check_layout_keys(layout, keys)
         if not 0.0 <= float(neutral) <= 1.0 and layout == "paper":
             raise PriorkitError(f"neutral must lie in [0, 1], got {neutral}")
         self.tokenizer = load_tokenizer(tokenizer)
-        if isinstance(provider, str):
-            from .plugins import get_provider
-
-            provider = get_provider(provider)
-        if not isinstance(provider, PriorProvider):
-            raise TypeError(f"provider must be a PriorProvider or a provider name, not {type(provider).__name__}")
-        self.base_provider = provider
+        super().__init__(provider, layout=layout, stop_words=stop_words, stop_value=stop_value, keys=keys)
         self.cache = None
         if cache is not None:
-            from .cache import CachedProvider, PriorCache
+            from ..cache import CachedProvider, PriorCache
 
             self.cache = cache if isinstance(cache, PriorCache) else PriorCache(cache, read_only=True)
-            provider = CachedProvider(provider, self.cache)
-        self.provider = provider
-        self.layout = layout
+            self.provider = CachedProvider(self.base_provider, self.cache)
         self.neutral = float(neutral)
-        self.stop_words = frozenset(stop_words) if stop_words is not None else None
-        self.stop_value = float(stop_value)
-        self.key_name = keys
-        self.key = KEY_FUNCTIONS[keys]
         self.tokenizer_kwargs = dict(tokenizer_kwargs)
 
     # ---- presets -------------------------------------------------------
@@ -170,12 +99,11 @@ class PriorBuilder:
         empty key is a stop word.  P starts as ones; for every token i of side
         A and j of side B, ``P[i, j] = P[j, i] = xia2021(key_i, key_j)``.
         """
-        if provider is None:
-            from .plugins import get_provider
+        if provider is None:  # the preset's own provider (priorkit.spec says which)
+            from ..spec import PriorSpec
 
-            provider = get_provider("wordnet", measure="xia2021")
-        return cls(tokenizer, provider, layout="paper", cache=cache, neutral=1.0,
-                   stop_words=PAPER_STOP_WORDS, stop_value=0.0, keys="paper", **tokenizer_kwargs)
+            provider = PriorSpec(preset="paper").build_provider()
+        return cls(tokenizer, provider, cache=cache, neutral=1.0, **PAPER_WORDS, **tokenizer_kwargs)
 
     # ---- describing ---------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -189,47 +117,6 @@ class PriorBuilder:
             "tokenizer": tokenizer_fingerprint(self.tokenizer),
             "tokenizer_kwargs": self.tokenizer_kwargs,
         }
-
-    # ---- words --------------------------------------------------------
-    def _side_keys(self, text: str | Sequence[str]) -> list[str]:
-        chunks = text.split() if isinstance(text, str) else list(text)
-        return [self.key(c) for c in chunks]
-
-    def _spans(self, keys: list[str]) -> list[tuple[int, int]]:
-        if self.layout == "paper":
-            return [(i, i + 1) for i in range(len(keys))]
-        spans = self.provider.segment(keys)
-        _check_spans(spans, len(keys), self.base_provider)
-        return spans
-
-    def word_pairs(self, text_a: str | Sequence[str], text_b: str | Sequence[str] | None = None
-                   ) -> list[tuple[str, str]]:
-        """The (left, right) keys ``build`` asks the provider for (before truncation).
-
-        Used by ``priorkit precompute`` to fill a cache in bulk.
-        """
-        left, right = self._query_keys(text_a, text_b)
-        return [(a, b) for a in left for b in right]
-
-    def _query_keys(self, text_a, text_b) -> tuple[list[str], list[str]]:
-        _input_kind(text_a, text_b)
-        keys_a = self._side_keys(text_a)
-        if self.layout == "paper":
-            if text_b is None:
-                raise PriorkitError("the 'paper' layout needs a sentence pair; use layout='full' for single sentences")
-            keys_b = self._side_keys(text_b)
-            left = _dedupe(["cls", *keys_a, "sep"])
-            right = _dedupe([*keys_b, "sep"])
-        else:
-            phrases = _phrase_keys(keys_a, self._spans(keys_a))
-            if text_b is not None:
-                keys_b = self._side_keys(text_b)
-                phrases += _phrase_keys(keys_b, self._spans(keys_b))
-            left = right = _dedupe(phrases)
-        stop = self.stop_words or frozenset()
-        left = [k for k in left if k and k not in stop]
-        right = [k for k in right if k and k not in stop]
-        return left, right
 
     # ---- alignment ----------------------------------------------------
     def encode(self, text_a, text_b=None, **kwargs: Any):
@@ -306,6 +193,8 @@ class PriorBuilder:
     # ---- building -----------------------------------------------------
     def build(self, text_a: str | Sequence[str], text_b: str | Sequence[str] | None = None) -> torch.Tensor:
         """(L, L) float32 prior for one example, L = len(tokenizer(text_a, text_b)["input_ids"])."""
+        import torch  # here, not at the top: the word side imports without torch
+
         encoding = self.encode(text_a, text_b)
         return torch.from_numpy(self._matrix(self.align(encoding, text_a, text_b), text_b is not None))
 
@@ -353,6 +242,8 @@ class PriorBuilder:
                 prior[b] = m
             else:
                 prior[b][np.ix_(valid, valid)] = m[np.ix_(valid, valid)]
+        import torch
+
         prior = torch.from_numpy(prior)
         encoding.pop("offset_mapping", None)
         encoding["prior"] = prior
@@ -420,86 +311,3 @@ class PriorBuilder:
                 out[b][np.ix_(lq, rq)] = vals[pos:pos + n].reshape(len(lq), len(rq))
                 pos += n
         return out
-
-
-@dataclasses.dataclass
-class _Plan:
-    length: int
-    left: list[str]
-    right: list[str]
-    a_tok: np.ndarray  # token positions of the rows block
-    b_tok: np.ndarray  # token positions of the columns block
-    rows: np.ndarray  # for each a_tok, its row in left
-    cols: np.ndarray  # for each b_tok, its column in right
-    spans: np.ndarray | None  # full layout: span id per word token
-
-
-def _index_keys(keys: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Unique keys of ``keys[ids]`` (first-seen order) and each id's row among them."""
-    uniq, rows = np.unique(ids, return_inverse=True)
-    names = [keys[i] for i in uniq.tolist()]
-    first = _dedupe(names)
-    if len(first) == len(names):
-        return rows, names
-    pos = {k: i for i, k in enumerate(first)}  # several words share a key
-    remap = np.array([pos[k] for k in names], dtype=np.int64)
-    return remap[rows], first
-
-
-def _char_to_word(text: str) -> np.ndarray:
-    """(len(text) + 1,) index of the whitespace word each character starts or precedes; -1 after the last."""
-    ends = np.array([m.end() for m in _CHUNK.finditer(text)], dtype=np.int64)
-    c2w = np.searchsorted(ends, np.arange(len(text) + 1), side="right")
-    c2w[c2w >= len(ends)] = -1
-    return c2w
-
-
-def _input_kind(text_a: Any, text_b: Any = None, name_a: str = "text_a", name_b: str = "text_b") -> bool:
-    """Check one example's input; True for pre-split word lists, False for raw strings.
-
-    Caught here rather than by the tokenizer, whose TypeError names neither the
-    argument nor the fix.
-    """
-    split = _is_word_list(text_a, name_a)
-    if text_b is not None and _is_word_list(text_b, name_b) != split:
-        raise PriorkitError(f"{name_a} and {name_b} must both be strings or both be word lists, not "
-                            f"{type(text_a).__name__} and {type(text_b).__name__}")
-    return split
-
-
-def _is_word_list(text: Any, name: str) -> bool:
-    if isinstance(text, str):
-        return False
-    if isinstance(text, (list, tuple)):
-        bad = next((w for w in text if not isinstance(w, str)), _NO_BAD)
-        if bad is _NO_BAD:
-            return True
-        raise PriorkitError(f"{name} is a word list holding {type(bad).__name__} {bad!r}; every word must be a str")
-    raise PriorkitError(f"{name} must be a string (raw text) or a list of word strings (pre-split), "
-                        f"not {type(text).__name__} {text!r:.60}")
-
-
-_NO_BAD = object()
-
-
-def _dedupe(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
-def _phrase_keys(keys: list[str], spans: list[tuple[int, int]]) -> list[str]:
-    return [" ".join(k for k in keys[s:e] if k) for s, e in spans]
-
-
-def _check_spans(spans, n: int, provider: PriorProvider) -> None:
-    pos = 0
-    for s, e in spans:
-        if s != pos or e <= s:
-            break
-        pos = e
-    else:
-        if pos == n:
-            return
-    raise PriorkitError(
-        f"provider {provider.name!r} (plug-in {provider.plugin!r}) returned segments {spans[:5]}... that "
-        f"do not cover {n} words in order; segment() must return contiguous half-open spans"
-    )

@@ -1,0 +1,100 @@
+"""The token side of a prior: fast tokenizers, and which word every token belongs to.
+
+:class:`Alignment` records, for one encoded example, each token's word, side
+and phrase; :class:`~priorkit.align.PriorBuilder` fills the (L, L) token matrix
+from the word matrix with it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import TokenizerError
+from .words import _dedupe
+
+_CHUNK = re.compile(r"\S+")
+
+
+@dataclasses.dataclass
+class Alignment:
+    """How the tokens of one encoded example map to words.
+
+    ``token_word[t]`` is an index into ``keys`` (or -1 for tokens that carry no
+    word, e.g. padding); ``token_side[t]`` is 0 for side A, 1 for side B;
+    ``token_span[t]`` identifies the phrase (span) a token belongs to, -1 for
+    special tokens.
+    """
+
+    keys: list[str]
+    token_word: np.ndarray  # (L,) int
+    token_side: np.ndarray  # (L,) int
+    token_span: np.ndarray  # (L,) int
+    special: np.ndarray  # (L,) bool
+    span_keys: list[str]  # phrase key of each span id
+
+
+def load_tokenizer(tokenizer: Any):
+    """A tokenizer object, a local path or a Hub id -> a fast tokenizer."""
+    if isinstance(tokenizer, (str, bytes)) or hasattr(tokenizer, "__fspath__"):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+    if not getattr(tokenizer, "is_fast", False):
+        raise TokenizerError(
+            f"{type(tokenizer).__name__} is a slow (Python) tokenizer; priorkit aligns priors "
+            "with the character offsets only fast tokenizers give. Load it with "
+            "AutoTokenizer.from_pretrained(name_or_path) (fast is the default) or convert it "
+            "with transformers' convert_slow_tokenizer."
+        )
+    return tokenizer
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials)."""
+    try:
+        blob = tokenizer.backend_tokenizer.to_str()
+    except Exception:  # noqa: BLE001 - fall back to the vocabulary
+        blob = json.dumps(sorted(tokenizer.get_vocab().items()))
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    short = str(name).rstrip("/").split("/")[-1]
+    return f"{short}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+@dataclasses.dataclass
+class _Plan:
+    length: int
+    left: list[str]
+    right: list[str]
+    a_tok: np.ndarray  # token positions of the rows block
+    b_tok: np.ndarray  # token positions of the columns block
+    rows: np.ndarray  # for each a_tok, its row in left
+    cols: np.ndarray  # for each b_tok, its column in right
+    spans: np.ndarray | None  # full layout: span id per word token
+
+
+def _index_keys(keys: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Unique keys of ``keys[ids]`` (first-seen order) and each id's row among them."""
+    uniq, rows = np.unique(ids, return_inverse=True)
+    names = [keys[i] for i in uniq.tolist()]
+    first = _dedupe(names)
+    if len(first) == len(names):
+        return rows, names
+    pos = {k: i for i, k in enumerate(first)}  # several words share a key
+    remap = np.array([pos[k] for k in names], dtype=np.int64)
+    return remap[rows], first
+
+
+def _char_to_word(text: str) -> np.ndarray:
+    """(len(text) + 1,) index of the whitespace word each character starts or precedes; -1 after the last."""
+    ends = np.array([m.end() for m in _CHUNK.finditer(text)], dtype=np.int64)
+    c2w = np.searchsorted(ends, np.arange(len(text) + 1), side="right")
+    c2w[c2w >= len(ends)] = -1
+    return c2w
+
+
+__all__ = ["Alignment", "load_tokenizer", "tokenizer_fingerprint"]

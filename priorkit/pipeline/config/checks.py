@@ -1,0 +1,183 @@
+"""The pipeline file's domain rules: what the types alone cannot say (metrics of a task,
+one data source per split, sweep entries merged over the file's prior ...)."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from .loader import ConfigError, _convert, _fail
+from .schema import PipelineConfig, PriorConfig, TrainConfig
+
+
+DEFAULT_METRICS = {"regression": "spearman", "pair-classification": "accuracy", "token-classification": "f1"}
+TASK_METRICS = {
+    "regression": ("spearman", "pearson", "mse"),
+    "pair-classification": ("accuracy", "f1"),
+    "token-classification": ("f1", "precision", "recall", "accuracy"),
+}
+
+
+def _check(cfg: PipelineConfig) -> None:
+    """Cross-field rules the types alone cannot say."""
+    loc, src = cfg.locations, cfg.source
+
+    def fail(path: str, msg: str) -> ConfigError:
+        return _fail(tuple(path.split(".")), loc, src, msg)
+
+    if not cfg.name or any(c in cfg.name for c in "/\\") or cfg.name in (".", ".."):
+        raise fail("name", f"{cfg.name!r} is not usable as a folder name")
+    t = cfg.task
+    if t.metric is None:
+        t.metric = DEFAULT_METRICS[t.type]
+    elif t.metric not in TASK_METRICS[t.type]:
+        raise fail("task.metric", f"{t.metric!r} is not a {t.type} metric; choose one of {', '.join(TASK_METRICS[t.type])}")
+    if t.label_scale <= 0:
+        raise fail("task.label_scale", f"must be positive, got {t.label_scale}")
+    if cfg.model.max_length < 8:
+        raise fail("model.max_length", f"must be at least 8, got {cfg.model.max_length}")
+    for split in ("train", "eval", "test"):
+        src_cfg = getattr(cfg.data, split)
+        if src_cfg is None:
+            continue
+        given = [k for k in ("source", "path", "hf") if getattr(src_cfg, k)]
+        if len(given) != 1:
+            raise fail(f"data.{split}",
+                       "give exactly one of source (stsb, bc5cdr), path (a file) or hf (a datasets id); "
+                       f"got {', '.join(given) or 'none'}")
+        if src_cfg.source is not None and src_cfg.source not in BUILTIN_SOURCES:
+            raise fail(f"data.{split}.source",
+                       f"unknown built-in corpus {src_cfg.source!r}; choose one of {', '.join(BUILTIN_SOURCES)} "
+                       "or give path: FILE")
+        for k in ("limit", "sample"):
+            v = getattr(src_cfg, k)
+            if v is not None and v <= 0:
+                raise fail(f"data.{split}.{k}", f"must be a positive count, got {v}")
+    if cfg.data.train is None:
+        raise fail("data.train", "is required (the training split)")
+    if cfg.evaluate is None:
+        cfg.evaluate = [s for s in ("eval", "test") if getattr(cfg.data, s) is not None]
+        if not cfg.evaluate:
+            raise fail("data", "give data.eval (or data.test): runs are scored on it")
+    for split in cfg.evaluate:
+        if getattr(cfg.data, split) is None:
+            raise fail("evaluate", f"lists {split!r} but data.{split} is not set")
+    tr = cfg.train
+    if not 0.0 < tr.fraction <= 1.0:
+        raise fail("train.fraction", f"must lie in (0, 1], got {tr.fraction}")
+    for name in ("batch_size", "eval_batch_size", "gradient_accumulation", "logging_steps", "save_steps"):
+        if getattr(tr, name) < 1:
+            raise fail(f"train.{name}", f"must be at least 1, got {getattr(tr, name)}")
+    if tr.learning_rate <= 0:
+        raise fail("train.learning_rate", f"must be positive, got {tr.learning_rate}")
+    if tr.epochs <= 0 and tr.max_steps <= 0:
+        raise fail("train.epochs", "must be positive (or set train.max_steps)")
+    if tr.warmup < 0:
+        raise fail("train.warmup", f"must not be negative, got {tr.warmup}")
+    if tr.threads is not None and tr.threads < 1:
+        raise fail("train.threads", f"must be at least 1, got {tr.threads}")
+    pc = cfg.precompute
+    for name in ("batch_size", "workers", "shard_size"):
+        if getattr(pc, name) < 1:
+            raise fail(f"precompute.{name}", f"must be at least 1, got {getattr(pc, name)}")
+    sw = cfg.sweep
+    for i, f in enumerate(sw.fractions):
+        if not 0.0 < f <= 1.0:
+            raise _fail(("sweep", "fractions", i), loc, src, f"fractions must lie in (0, 1], got {f}")
+    if not sw.fractions or not sw.seeds or sw.priors == {}:
+        raise fail("sweep", "fractions, seeds and priors must each have at least one entry")
+    for key, update in sw.per_fraction.items():
+        path = ("sweep", "per_fraction", key)
+        try:
+            f = float(key)
+        except ValueError:
+            raise _fail(path, loc, src, f"keys must be fractions such as 0.1, got {key!r}") from None
+        if not 0.0 < f <= 1.0:
+            raise _fail(path, loc, src, f"fractions must lie in (0, 1], got {f}")
+        _convert({**dataclasses.asdict(tr), **update}, TrainConfig, path, loc, src)  # validate the fields
+        if "fraction" in update or "seed" in update:
+            raise _fail(path, loc, src, "fraction and seed are set by the sweep, not per fraction")
+    if sw.split not in cfg.evaluate:
+        raise fail("sweep.split", f"{sw.split!r} is not evaluated; add it to `evaluate`")
+    if cfg.prior is not None:
+        _check_prior(cfg.prior, ("prior",), cfg)
+    settings = resolve_sweep_priors(cfg)
+    if sw.baseline not in settings:
+        raise fail("sweep.baseline", f"{sw.baseline!r} is not one of sweep.priors ({', '.join(settings)})")
+
+
+BUILTIN_SOURCES = ("stsb", "bc5cdr")
+
+
+def _per_fraction_entry(cfg: PipelineConfig, fraction: float) -> dict[str, Any]:
+    for key, update in cfg.sweep.per_fraction.items():
+        if abs(float(key) - fraction) < 1e-9:
+            return dict(update)
+    return {}
+
+
+def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
+    loc, src = cfg.locations, cfg.source
+    layout = "paper" if p.preset == "paper" else p.layout
+    if layout == "paper" and cfg.task.type == "token-classification":
+        where = path + (("preset",) if p.preset == "paper" else ("layout",))
+        raise _fail(where, loc, src, "the paper layout needs sentence pairs; token classification "
+                    "works on single sentences: use layout: full (and no preset)")
+    if not 0.0 <= p.neutral <= 1.0 and layout == "paper":
+        raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
+    layers = p.attention.layers
+    if layers != "all" and (not layers or any(i < 0 for i in layers)):
+        raise _fail(path + ("attention", "layers"), loc, src,
+                    f"expected non-negative layer indices or 'all', got {layers!r}")
+    if p.train:
+        if "fraction" in p.train or "seed" in p.train:
+            raise _fail(path + ("train",), loc, src, "fraction and seed are set by the run or sweep, not per prior")
+        _convert({**dataclasses.asdict(cfg.train), **p.train}, TrainConfig, path + ("train",), loc, src)
+    lr = p.attention.learning_rate
+    if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
+        raise _fail(path + ("attention", "learning_rate"), loc, src,
+                    "is the learnable prior parameters' own learning rate: give a positive number with "
+                    f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
+
+
+#: mappings a sweep entry replaces whole instead of merging: a provider's params, a mode's
+#: options and a setting's train fields belong together
+_REPLACED = ("params", "options", "train")
+
+
+def _deep_merge(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in _REPLACED:
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def resolve_sweep_priors(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:
+    """``sweep.priors`` -> {name: PriorConfig or None}; entries are merged over ``prior``."""
+    base = dataclasses.asdict(cfg.prior) if cfg.prior is not None else None
+    out: dict[str, PriorConfig | None] = {}
+    entries = cfg.sweep.priors
+    if entries is None:
+        entries = {"none": None}
+        if cfg.prior is not None:
+            entries[cfg.prior.name or "prior"] = {}
+    for name, entry in entries.items():
+        path = ("sweep", "priors", name)
+        if entry is None or entry == "none":
+            out[name] = None
+            continue
+        if not isinstance(entry, dict):
+            raise _fail(path, cfg.locations, cfg.source,
+                        "expected null (no prior), {} (the file's prior) or a mapping of prior fields")
+        if base is None and not entry:
+            raise _fail(path, cfg.locations, cfg.source,
+                        "{} means 'the file's prior' but the file has no `prior` section")
+        merged = _deep_merge(base or {}, entry)
+        merged["name"] = entry.get("name") or name
+        pc = _convert(merged, PriorConfig, path, cfg.locations, cfg.source)
+        _check_prior(pc, path, cfg)
+        out[name] = pc
+    return out

@@ -1,0 +1,346 @@
+"""The pipeline file's schema: one dataclass per section.
+
+A pipeline file describes one job (model, task, data, prior, precompute,
+training, sweep grid, tune study).  The schema *is* the dataclasses below: a
+field's type hint and default are what the loader (:mod:`.loader`) checks and
+fills in, so docs/pipelines.md, the validator and the code that reads the
+config cannot drift apart.  Rules across fields are in :mod:`.checks`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import yaml
+
+from .loader import _convert, _where
+
+if TYPE_CHECKING:
+    from ...spec import PriorSpec
+
+TASK_TYPES = ("regression", "pair-classification", "token-classification")
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    #: Hub id or local folder; null = the embedded MiniLM (priorkit.resources.minilm_path()).
+    name_or_path: str | None = None
+    #: every input (and its prior) is truncated to this many tokens.
+    max_length: int = 128
+
+
+@dataclasses.dataclass
+class TaskConfig:
+    type: Literal["regression", "pair-classification", "token-classification"] = "regression"
+    #: main metric for sweeps and reports; null = the task's default
+    #: (spearman / accuracy / f1).
+    metric: str | None = None
+    #: regression: the model is trained on label / label_scale (STS-B 0-5 -> 0-1);
+    #: predictions are multiplied back before metrics.
+    label_scale: float = 1.0
+    #: classification / NER label names in id order; null = sorted labels of the training data.
+    labels: list[str] | None = None
+
+
+@dataclasses.dataclass
+class DataSource:
+    """One split: a built-in corpus, a file, or a Hugging Face ``datasets`` id."""
+
+    #: built-in corpus: "stsb" (fetched STS Benchmark) or "bc5cdr" (embedded).
+    source: str | None = None
+    #: split of a built-in corpus or of a Hugging Face dataset.
+    split: str | None = None
+    #: a local file (format from the extension unless ``format`` is given).
+    path: str | None = None
+    format: Literal["auto", "stsb", "csv", "tsv", "jsonl", "conll"] = "auto"
+    #: field -> column of the file: text_a, text_b, label (csv/tsv/jsonl/HF);
+    #: for CoNLL: token/tag column numbers.
+    columns: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Hugging Face ``datasets`` id (needs ``pip install datasets`` and network).
+    hf: str | None = None
+    hf_config: str | None = None
+    #: keep the first N examples (before ``sample``).
+    limit: int | None = None
+    #: keep a random sample of N examples (drawn with ``sample_seed``; same for every run).
+    sample: int | None = None
+    sample_seed: int = 0
+
+
+@dataclasses.dataclass
+class DataConfig:
+    train: DataSource | None = None
+    eval: DataSource | None = None
+    test: DataSource | None = None
+
+
+@dataclasses.dataclass
+class AttentionConfig:
+    #: layer indices, or "all".
+    layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
+    mode: Literal["multiply", "bias", "gate", "learned_bias", "supervise"] = "multiply"
+    #: head indices that get the prior; null = all heads.
+    heads: list[int] | None = None
+    #: extra keyword arguments of the mode (bias: lam, eps; gate: init;
+    #: learned_bias: init, eps; supervise: weight, power).
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
+    #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
+    #: moves at that rate.
+    learning_rate: float | None = None
+
+
+@dataclasses.dataclass
+class PriorConfig:
+    #: label used in folders, tables and plots (defaults to the sweep key or "prior").
+    name: str | None = None
+    #: "paper": PriorBuilder.paper (xia2021 WordNet unless ``provider`` is given);
+    #: null: PriorBuilder(provider, layout, neutral, keys).
+    preset: Literal["paper"] | None = None
+    provider: str = "wordnet"
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    layout: Literal["paper", "full"] = "full"
+    neutral: float = 1.0
+    keys: Literal["strip", "paper"] = "strip"
+    #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
+    #: precompute step; null: no cache (values computed while training); or a path.
+    cache: str | None = "auto"
+    attention: AttentionConfig = dataclasses.field(default_factory=AttentionConfig)
+    #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
+    #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
+    train: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def spec(self) -> "PriorSpec":
+        """What this setting builds (provider, parameters, preset, layout, keys, neutral)."""
+        from ...spec import PriorSpec
+
+        return PriorSpec(provider=self.provider, params=self.params, preset=self.preset, layout=self.layout,
+                         keys=self.keys, neutral=self.neutral)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    epochs: float = 3.0
+    learning_rate: float = 5e-5
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    #: linear warm-up: a ratio of all steps when < 1, else a step count.
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    gradient_accumulation: int = 1
+    #: stop after this many optimiser steps (-1: run all epochs).
+    max_steps: int = -1
+    seed: int = 0
+    #: share of the (already sliced) training set to train on, in (0, 1].
+    fraction: float = 1.0
+    #: "nested": one permutation drawn with ``subset_seed``; a fraction keeps its
+    #: first n examples, so 5% is inside 10% and every seed and every prior
+    #: setting sees the same subset.  "per-seed": the permutation is drawn with
+    #: the run's seed (still identical across prior settings).
+    subset: Literal["nested", "per-seed"] = "nested"
+    subset_seed: int = 0
+    #: batches of similar length (less padding: faster on CPU).
+    group_by_length: bool = False
+    #: checkpoint every epoch ("epoch"), every ``save_steps`` ("steps") or never ("no").
+    save: Literal["epoch", "steps", "no"] = "epoch"
+    save_steps: int = 500
+    #: delete checkpoints once the final model is saved.
+    keep_checkpoints: bool = False
+    #: keep the final model (delete it to save disk in big sweeps; metrics stay).
+    keep_model: bool = True
+    logging_steps: int = 10
+    #: CPU threads for torch (null: all cores).
+    threads: int | None = None
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    dataloader_workers: int = 0
+    progress: bool = True
+    #: mixed precision on GPU ("no" on CPU).
+    precision: Literal["no", "fp16", "bf16"] = "no"
+
+
+@dataclasses.dataclass
+class PrecomputeConfig:
+    #: "local": this process, one transaction per batch; "dask": Dask workers compute
+    #: Parquet shards that the cache ingests (``pip install 'priorkit[distributed]'``).
+    engine: Literal["local", "dask"] = "local"
+    #: local: pairs per committed transaction (a kill loses at most one batch).
+    batch_size: int = 50_000
+    #: dask: worker processes of a local cluster (when no scheduler is given).
+    workers: int = 2
+    #: dask: address of a running scheduler (tcp://host:8786); null: a local cluster.
+    scheduler: str | None = None
+    #: dask: pairs per shard (one task, one Parquet file).
+    shard_size: int = 20_000
+    #: dask: folder for the shards, shared with remote workers; null: <cache>.shards.
+    shard_dir: str | None = None
+
+    def engine_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`priorkit.precompute.make_engine` for this engine."""
+        if self.engine == "local":
+            return {"batch_size": self.batch_size}
+        return {"workers": None if self.scheduler else self.workers, "scheduler": self.scheduler,
+                "shard_size": self.shard_size, "shard_dir": self.shard_dir}
+
+
+@dataclasses.dataclass
+class SweepConfig:
+    fractions: list[float] = dataclasses.field(default_factory=lambda: [1.0])
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+    #: name -> prior setting: null = no prior, {} = the file's ``prior``, a mapping
+    #: = the file's ``prior`` with these fields replaced (nested: attention.mode ...).
+    #: null (default): "none" and the file's ``prior`` under its name.
+    priors: dict[str, Any] | None = None
+    #: fraction -> train fields for runs at that fraction (e.g. {1.0: {epochs: 2}}):
+    #: small fractions usually need more epochs; every prior setting gets the same.
+    per_fraction: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: the setting deltas are measured against (usually the no-prior entry).
+    baseline: str = "none"
+    #: which evaluated split the table reports ("eval" or "test").
+    split: Literal["eval", "test"] = "eval"
+    plot: bool = True
+
+
+@dataclasses.dataclass
+class ParamSpace:
+    """One dimension of a ``tune.space``: a categorical ``choice`` or a numeric range."""
+
+    #: a list of values, or a mapping label -> value; a mapping value applied to a
+    #: section is merged into it (e.g. ``prior: {choice: {combo: {provider: combine, ...}}}``).
+    choice: Any = None
+    #: numeric range [low, high] (both given, low < high).
+    low: float | None = None
+    high: float | None = None
+    #: sample on a log scale (low > 0).
+    log: bool = False
+    #: whole numbers only.
+    integer: bool = False
+    #: grid step of the range (null: continuous).
+    step: float | None = None
+    #: sample only when each named parameter took one of the given values, e.g.
+    #: ``{prior.attention.mode: [bias, learned_bias]}``; otherwise the field keeps its value.
+    when: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class ValidationConfig:
+    #: examples held out of data.train to score trials: a count (>= 1) or a share (< 1).
+    size: float = 0.15
+    #: the hold-out is drawn with this seed (the same for every trial and the baseline).
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class PrunerConfig:
+    #: "median": stop a trial whose validation score after an epoch is below the median of
+    #: earlier trials at that epoch; "hyperband": successive halving over epochs;
+    #: "threshold": stop a trial whose score leaves [lower, upper]; "none".
+    type: Literal["median", "hyperband", "threshold", "none"] = "median"
+    #: median: trials that run to the end before any is pruned.
+    startup_trials: int = 4
+    #: median, threshold: epochs every trial runs before it can be pruned.
+    warmup_epochs: int = 1
+    #: threshold: the score range a trial must stay in (null: open).
+    lower: float | None = None
+    upper: float | None = None
+
+
+@dataclasses.dataclass
+class FinalConfig:
+    #: re-run the best setting against the comparison settings once the study is done.
+    enabled: bool = True
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
+    #: training fractions of the final runs (null: tune.fraction).
+    fractions: list[float] | None = None
+    #: the settings the best one is compared with (sweep.priors form); null: no prior
+    #: and the file's ``prior`` (when it has one).
+    compare: dict[str, Any] | None = None
+    #: the split the final table reports ("eval" or "test"); never the validation slice.
+    split: Literal["eval", "test"] = "eval"
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    #: finished (complete or pruned) trials the study should hold; a resumed or
+    #: parallel run stops when the study has this many.
+    trials: int = 20
+    #: seconds one ``priorkit tune`` process may spend on trials (null: no limit).
+    timeout: float | None = None
+    #: training fraction of every trial (of data.train minus the validation slice).
+    fraction: float = 0.1
+    #: seeds of every trial; the objective is the mean validation score over them and each
+    #: is compared with the no-prior baseline of the same seed.
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+    validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
+    sampler: Literal["tpe", "random"] = "tpe"
+    sampler_seed: int = 0
+    pruner: PrunerConfig = dataclasses.field(default_factory=PrunerConfig)
+    #: dotted field -> ParamSpace, sampled in file order (a ``when`` refers to earlier ones).
+    space: dict[str, ParamSpace] = dataclasses.field(default_factory=dict)
+    final: FinalConfig = dataclasses.field(default_factory=FinalConfig)
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    name: str
+    description: str = ""
+    #: default runs/<name> (relative paths are relative to the working directory).
+    output_dir: str | None = None
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    #: the prior ``priorkit run`` uses (null: no prior).
+    prior: PriorConfig | None = None
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    #: how the precompute step fills the prior cache.
+    precompute: PrecomputeConfig = dataclasses.field(default_factory=PrecomputeConfig)
+    #: which splits the evaluate step scores (null: every configured one of eval and test).
+    evaluate: list[Literal["eval", "test"]] | None = None
+    sweep: SweepConfig = dataclasses.field(default_factory=SweepConfig)
+    #: ``priorkit tune``: search space, budget, pruning (docs/tune.md); null: no study.
+    tune: TuneConfig | None = None
+
+    # set by the loader (not part of the YAML)
+    source: str = dataclasses.field(default="<dict>", compare=False, repr=False, metadata={"internal": True})
+    locations: dict = dataclasses.field(default_factory=dict, compare=False, repr=False,
+                                        metadata={"internal": True})
+    #: the mapping as written (overrides applied, defaults not filled in)
+    raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, metadata={"internal": True})
+
+    # ---- helpers ------------------------------------------------------
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.output_dir) if self.output_dir else Path("runs") / self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """The validated config as plain data (defaults filled in), without loader fields."""
+        d = dataclasses.asdict(self)
+        d.pop("source", None)
+        d.pop("locations", None)
+        d.pop("raw", None)
+        return d
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def where(self, path: str) -> str:
+        """``file:line`` of a dotted field, or the file when unknown."""
+        return _where(self.locations, tuple(path.split(".")), self.source)
+
+    def prior_settings(self) -> dict[str, PriorConfig | None]:
+        """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
+        from .checks import resolve_sweep_priors
+
+        return resolve_sweep_priors(self)
+
+    def for_fraction(self, fraction: float, prior: "PriorConfig | None" = None) -> "PipelineConfig":
+        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied,
+        then the prior setting's own ``train`` fields."""
+        from .checks import _per_fraction_entry
+
+        update = {**_per_fraction_entry(self, fraction), **(prior.train if prior is not None else {})}
+        if not update:
+            return self
+        train = _convert({**dataclasses.asdict(self.train), **update}, TrainConfig, ("train",),
+                         self.locations, self.source)
+        return dataclasses.replace(self, train=train)

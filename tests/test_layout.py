@@ -1,0 +1,122 @@
+"""The code's layout rules: tests never import benchmarks, modules stay small (or say why),
+and the word side of a prior imports without torch."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: a module longer than this must say why in its opening docstring
+MAX_LINES = 500
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module name ``path`` imports, and every path it puts on ``sys.path`` (as text)."""
+    tree = ast.parse(path.read_text(), str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.path.insert", "sys.path.append"):
+            names.append(ast.unparse(node))
+    return names
+
+
+def test_tests_never_import_benchmarks():
+    offenders = []
+    for path in sorted(ROOT.glob("tests/**/*.py")):
+        for name in _imports(path):
+            if name.split(".")[0] in {"benchmarks", "_faults"} or "benchmarks" in name:
+                offenders.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not offenders, "tests import benchmark code (shared helpers belong in tests/support/): " + "; ".join(offenders)
+
+
+def test_benchmarks_take_shared_helpers_from_tests_support():
+    """The fault benchmark really uses the test suite's helpers (the rule above is not vacuous)."""
+    assert any("support" in name for name in _imports(ROOT / "benchmarks" / "cache_faults.py"))
+
+
+def test_long_modules_say_why():
+    too_long = []
+    for path in sorted((ROOT / "priorkit").rglob("*.py")):
+        lines = path.read_text().count("\n")
+        if lines <= MAX_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if f"over {MAX_LINES} lines" not in doc.lower():
+            too_long.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    assert not too_long, (f"modules over {MAX_LINES} lines whose opening docstring does not say why "
+                          f"('over {MAX_LINES} lines because ...'): {', '.join(too_long)}")
+
+
+BLOCK_TORCH = """
+import sys
+
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ImportError(f"{name} is blocked in this test")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+{body}
+assert not any(m.split(".")[0] in ("torch", "transformers") for m in sys.modules), "torch was imported"
+print("ok")
+"""
+
+
+def test_word_keys_import_and_work_without_torch():
+    """What a precompute child needs (word pairs of the paper preset, the run, the cache)
+    loads and runs with torch and transformers blocked."""
+    body = """
+from priorkit.align.words import WordKeys
+from priorkit.precompute import collect_pairs
+from priorkit.spec import PriorSpec
+from priorkit.provider import PriorProvider
+import numpy as np
+
+class Ones(PriorProvider):
+    name = "ones"
+    def compute(self, left, right):
+        return np.ones((len(left), len(right)), np.float32)
+
+words = PriorSpec(preset="paper").build_words(Ones())
+assert type(words) is WordKeys
+pairs, n = collect_pairs([("A man plays.", "The woman sings!")], words)
+assert n == 1 and pairs == [("man", "woman"), ("man", "sings"), ("plays", "woman"), ("plays", "sings")], pairs
+"""
+    out = subprocess.run([sys.executable, "-c", BLOCK_TORCH.replace("{body}", body)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_torch_block_is_real():
+    """The same child fails when it does import torch: the check above can fail."""
+    out = subprocess.run([sys.executable, "-c", BLOCK_TORCH.replace("{body}", "import priorkit.collator")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "blocked in this test" in out.stderr
+
+
+def test_old_import_paths_warn_and_reexport():
+    """Renamed modules keep working: the old path warns (DeprecationWarning) and gives the same objects."""
+    code = """
+import importlib, warnings
+MOVED = [("priorkit.distributed", "priorkit.precompute.dask_engine", "precompute_distributed"),
+         ("priorkit.words", "priorkit.align.words", "paper_key"),
+         ("priorkit.evaluate", "priorkit.prior_eval", "evaluate"),
+         ("priorkit.pipeline.dist", "priorkit.pipeline.ranks", "on_main")]
+for old, new, name in MOVED:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    said = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert any(new in s for s in said), (old, said)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name), (old, name)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
