@@ -74,6 +74,29 @@ def test_leftover_of_an_in_place_creation_is_replaced_with_one_line(tmp_path, pr
     assert not [p for p in os.listdir(tmp_path) if ".creating-" in p]
 
 
+def test_a_leftover_stays_locked_while_it_is_replaced(tmp_path, capsys):
+    """Another process looking while the new file is being built sees this process's lock on
+    the leftover, so two processes never both replace it (an earlier version dropped the lock
+    by reading the file through a second descriptor)."""
+    path = tmp_path / "c.duckdb"
+    path.write_bytes(b"")
+    cache = PriorCache(path)
+    build = cache._init_file
+    seen = []
+
+    def init(tmp):
+        probe = ("from pathlib import Path; from priorkit.cache.creation import lock_holder; "
+                 f"print(lock_holder(Path({str(path)!r})))")
+        seen.append(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip())
+        build(tmp)
+
+    cache._init_file = init
+    cache.check()
+    assert seen == [str(os.getpid())]
+    assert "priorkit: replaced" in capsys.readouterr().err
+    assert PriorCache(path, read_only=True).count() == 0
+
+
 def test_leftover_a_live_process_holds_is_busy_not_damaged(tmp_path):
     """A 4 KiB DuckDB header locked by a live process: a creation in progress.  Writers and
     readers wait up to their timeout, then name the process; the file is left alone."""

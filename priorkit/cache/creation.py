@@ -117,6 +117,11 @@ def leftover_shape(path: Path) -> str | None:
             data = fh.read(3 * _BLOCK + 1)
     except OSError:
         return None
+    return _shape(data)
+
+
+def _shape(data: bytes) -> str | None:
+    """leftover_shape of a file's first 12 KiB + 1 byte."""
     size = len(data)
     if size == 0:
         return "an empty file (0 bytes)"
@@ -265,7 +270,8 @@ def replace_leftover(path: Path, init: Callable[[Path], None]) -> str | None:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:
             same = False
-        shape = leftover_shape(path) if same else None
+        # read through our descriptor: opening and closing another one would drop our lock
+        shape = _shape(os.pread(fd, 3 * _BLOCK + 1, 0)) if same else None
         if shape is None:
             return None
         tmp = _build(path, init)

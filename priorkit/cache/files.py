@@ -224,6 +224,9 @@ class CacheFile:
                     replaced = creation.replace_leftover(p, self._init_file)
                 except creation.Busy as busy:
                     holder = int(busy.args[0])
+                except OSError as exc:
+                    raise CacheError(f"cannot replace {p}, which holds {shape} left by a run killed while "
+                                     f"creating the cache ({exc}); {_WRITABLE_HINT}") from exc
                 else:
                     if replaced:
                         creation.notice(f"replaced {p}: it held {replaced}, left by a run killed while "
