@@ -206,6 +206,29 @@ def test_paused_creator_with_a_writer_a_reader_and_cache_info(tmp_path, plugin_f
 
 
 # ---- a second connection in this process -------------------------------------------------------
+def test_another_thread_opening_the_cache_keeps_this_ones_lock(tmp_path):
+    """Closing any descriptor of a file drops all of the process's POSIX locks on it, DuckDB's
+    too.  A thread that constructs or opens the cache while another thread of the process
+    holds a write connection must not read the file then (it waits for the path lock), or a
+    second process gets in as a writer."""
+    import threading
+    import time
+
+    path = tmp_path / "c.duckdb"
+    PriorCache(path).check()
+    probe = ("import duckdb\ntry:\n    duckdb.connect(%r).close(); print('got in')\n"
+             "except duckdb.Error: print('refused')" % str(path))
+    cache = PriorCache(path)
+    with cache.connect(write=True):
+        other = threading.Thread(target=lambda: PriorCache(path, read_only=False).count())
+        other.start()
+        time.sleep(0.3)  # the other thread's constructor and connect run now (or wait)
+        second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
+    other.join(timeout=60)
+    assert second == "refused"
+
+
+
 def test_second_connection_with_another_configuration_is_named(tmp_path):
     import duckdb
 

@@ -118,7 +118,8 @@ class CacheFile:
         self.read_only = bool(read_only)
         self.timeout = float(timeout)
         self._swept = False  # stale creation files removed (writable caches, first connection)
-        self._check_file(wait=False)
+        with _path_lock(self.path):  # see connect(): never read the file while this process has it open
+            self._check_file(wait=False)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r}, read_only={self.read_only})"
@@ -271,17 +272,20 @@ class CacheFile:
 
         if write and self.read_only:
             raise CacheError(f"{self.path} was opened read-only; open PriorCache(path) to write")
-        self._check_file()
-        if not self.read_only and not self.path.exists():
-            # a writable cache is created on first use, even by a read; whole or not at all
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise CacheError(f"cannot create the cache folder {self.path.parent} ({exc}); "
-                                 f"{_WRITABLE_HINT}") from exc
-            with _path_lock(self.path):
-                if not self.path.exists():
-                    self._create()
+        # Under the path lock, like every connection of this process to the file: closing
+        # *any* descriptor of a file drops all of the process's POSIX locks on it, DuckDB's
+        # included, so reading the header while another thread had a connection open let a
+        # second process in as a writer.
+        with _path_lock(self.path):
+            self._check_file()
+            if not self.read_only and not self.path.exists():
+                # a writable cache is created on first use, even by a read; whole or not at all
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise CacheError(f"cannot create the cache folder {self.path.parent} ({exc}); "
+                                     f"{_WRITABLE_HINT}") from exc
+                self._create()
         if not self.read_only and not self._swept:
             # a creator killed between linking the file and removing its temporary name
             # leaves that name (a second link to the cache): once per object, drop it
