@@ -253,8 +253,9 @@ def test_cached_provider_warns_about_other_versions(filled):
 
 
 # ---- files that are not (our) caches -----------------------------------------
-@pytest.mark.parametrize("content", [b"", b"hello, world\n" * 50, b"\x00" * 20000])
+@pytest.mark.parametrize("content", [b"hello, world\n" * 50, b"\x00" * 20000, b"\x00" * 4096])
 def test_foreign_file_is_refused_and_untouched(tmp_path, content):
+    """(An empty file is the leftover of a killed creation: tests/test_cache_creation.py.)"""
     path = tmp_path / "c.duckdb"
     path.write_bytes(content)
     for ro in (False, True):
