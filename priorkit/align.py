@@ -20,7 +20,10 @@ Layouts:
   blocks (side A incl. [CLS] and the first [SEP] against side B incl. the last
   [SEP], and the transpose) hold word similarities.  Pairs only.
 - ``full``: every token pair, for single sentences and pairs; tokens inside
-  one word or phrase get 1 with each other; special tokens get ``neutral``.
+  one word or phrase get 1 with each other (``within="all"``), or only inside
+  a phrase the provider knows, with the provider's value of the phrase with
+  itself (``within="known"``, e.g. a concept mention); special tokens get
+  ``neutral``.
 
 Unknown values (NaN from the provider) become ``neutral`` (default 1.0, the
 multiplicative no-op).
@@ -42,6 +45,7 @@ from .provider import PriorProvider
 from .words import PAPER_STOP_WORDS, paper_key
 
 LAYOUTS = ("paper", "full")
+WITHIN = ("all", "known")
 _CHUNK = re.compile(r"\S+")
 
 
@@ -111,6 +115,10 @@ class PriorBuilder:
         (the paper's list in the preset); empty keys count as stop words then.
     :param keys: how a word becomes a key: ``"paper"`` (lower-case, remove all
         punctuation) or ``"strip"`` (lower-case, strip surrounding punctuation).
+    :param within: ``full`` layout, the cells between tokens of one word or phrase:
+        ``"all"`` (default) 1 for every word; ``"known"`` the provider's value of the
+        phrase with itself, so only recognised phrases (concept mentions) stand out
+        and other words' pieces get ``neutral`` (with ``neutral < 1``, too).
     :param tokenizer_kwargs: passed to every tokenizer call (``truncation``,
         ``max_length`` ...), so the prior matches the model input made with them.
     """
@@ -125,12 +133,17 @@ class PriorBuilder:
         stop_words: Iterable[str] | None = None,
         stop_value: float = 0.0,
         keys: str = "strip",
+        within: str = "all",
         **tokenizer_kwargs: Any,
     ) -> None:
         if layout not in LAYOUTS:
             raise PriorkitError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
         if keys not in KEY_FUNCTIONS:
             raise PriorkitError(f"unknown key normalisation {keys!r}; choose one of {', '.join(KEY_FUNCTIONS)}")
+        if within not in WITHIN or (within != "all" and layout == "paper"):
+            raise PriorkitError(f"within={within!r}: choose one of {', '.join(WITHIN)}"
+                                + (" (the paper layout has no within-word cells: use 'all')"
+                                   if within in WITHIN else ""))
         if not 0.0 <= float(neutral) <= 1.0 and layout == "paper":
             raise PriorkitError(f"neutral must lie in [0, 1], got {neutral}")
         self.tokenizer = load_tokenizer(tokenizer)
@@ -153,6 +166,7 @@ class PriorBuilder:
         self.stop_words = frozenset(stop_words) if stop_words is not None else None
         self.stop_value = float(stop_value)
         self.key_name = keys
+        self.within = within
         self.key = KEY_FUNCTIONS[keys]
         self.tokenizer_kwargs = dict(tokenizer_kwargs)
 
@@ -183,6 +197,7 @@ class PriorBuilder:
             "layout": self.layout,
             "neutral": self.neutral,
             "keys": self.key_name,
+            **({"within": self.within} if self.within != "all" else {}),
             "stop_words": sorted(self.stop_words) if self.stop_words is not None else None,
             "stop_value": self.stop_value,
             "provider": self.base_provider.describe(),
@@ -385,7 +400,9 @@ class PriorBuilder:
             return P
         P = np.full((L, L), self.neutral, dtype=np.float32)  # specials stay neutral
         sub = W[np.ix_(plan.rows, plan.cols)]  # (T, T)
-        sub[plan.spans[:, None] == plan.spans[None, :]] = 1.0  # pieces of one word / phrase
+        if self.within == "all":
+            sub[plan.spans[:, None] == plan.spans[None, :]] = 1.0  # pieces of one word / phrase
+        # "known": those cells keep W[phrase, phrase], the provider's value (NaN -> neutral)
         P[np.ix_(plan.a_tok, plan.b_tok)] = sub
         return P
 

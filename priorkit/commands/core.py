@@ -75,7 +75,7 @@ def data_group() -> None:
 @click.option("--all", "fetch_all", is_flag=True, help="Fetch every known resource.")
 @click.option("--force", is_flag=True, help="Download again even if present.")
 def data_fetch(names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
-    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim."""
+    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim, mesh."""
     from .. import resources
 
     todo = list(resources.RESOURCES) if fetch_all else list(names)

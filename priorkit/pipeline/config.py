@@ -117,6 +117,10 @@ class PriorConfig:
     layout: Literal["paper", "full"] = "full"
     neutral: float = 1.0
     keys: Literal["strip", "paper"] = "strip"
+    #: full layout, cells between tokens of one word or phrase: "all" = 1 for every word;
+    #: "known" = the provider's value of the phrase with itself (e.g. a recognised concept
+    #: mention), other words' pieces get ``neutral``.
+    within: Literal["all", "known"] = "all"
     #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
@@ -709,6 +713,8 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         where = path + (("preset",) if p.preset == "paper" else ("layout",))
         raise _fail(where, loc, src, "the paper layout needs sentence pairs; token classification "
                     "works on single sentences: use layout: full (and no preset)")
+    if p.within != "all" and layout == "paper":
+        raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
     if not 0.0 <= p.neutral <= 1.0 and layout == "paper":
         raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
     layers = p.attention.layers

@@ -100,6 +100,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     d.pop("cache", None)
     if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
         d.pop("train", None)
+    if d.get("within") == "all":  # the default, absent before `within` existed: old keys hold
+        d.pop("within", None)
     return d
 
 
@@ -194,7 +196,7 @@ def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any,
     if prior.preset == "paper":
         return PriorBuilder.paper(tokenizer, provider=provider, cache=cache, **kw)
     return PriorBuilder(tokenizer, provider, layout=prior.layout, cache=cache, neutral=prior.neutral,
-                        keys=prior.keys, **kw)
+                        keys=prior.keys, within=prior.within, **kw)
 
 
 def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
