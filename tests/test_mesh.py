@@ -228,3 +228,27 @@ def test_within_known_marks_only_mentions(minilm_tokenizer):
         PriorBuilder(minilm_tokenizer, p, within="some")
     with pytest.raises(PriorkitError, match="paper layout"):
         PriorBuilder(minilm_tokenizer, p, layout="paper", within="known")
+
+
+def test_pipeline_within_reaches_the_builder_and_keeps_old_keys(tmp_path, minilm_tokenizer):
+    """`prior.within` in a pipeline file: checked, handed to PriorBuilder, absent from the
+    identity of settings that keep the default (their trained runs stay valid)."""
+    from priorkit.pipeline.config import ConfigError, load_config, resolve_sweep_priors
+    from priorkit.pipeline.train import make_builder, prior_identity
+
+    cfg = load_config(Path(__file__).parent.parent / "pipelines" / "bc5cdr-mesh.yaml",
+                      ["prior.cache=null"])
+    priors = resolve_sweep_priors(cfg)
+    assert priors["mesh-bias"].within == "known" and priors["hpo"].within == "all"
+    assert "within" not in prior_identity(priors["hpo"])
+    assert prior_identity(priors["mesh-bias"])["within"] == "known"
+    p = priors["mesh-bias"]
+    p.params = {"path": str(MINI), "measure": "concept"}
+    builder = make_builder(cfg, p, minilm_tokenizer, use_cache=False)
+    assert builder.within == "known" and builder.neutral == 0.5
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntask: {type: token-classification}\n"
+                   "data: {train: {source: bc5cdr, split: train}}\n"
+                   "prior: {provider: ontology, within: sometimes}\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml:4.*prior.within"):
+        load_config(bad)
