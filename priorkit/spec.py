@@ -53,6 +53,9 @@ class PriorSpec:
     :param neutral: value of unknown pairs and (``full``) special tokens.
     :param stop_words: keys never sent to the provider (None: none).
     :param stop_value: the value stop words get.
+    :param within: ``full`` layout, the cells between tokens of one word or phrase:
+        ``"all"`` (1 for every word) or ``"known"`` (the provider's value of a recognised
+        phrase with itself, e.g. a concept mention).
     """
 
     provider: str | None = None
@@ -63,6 +66,7 @@ class PriorSpec:
     neutral: float = 1.0
     stop_words: list[str] | None = None
     stop_value: float = 0.0
+    within: str = "all"
 
     def __post_init__(self) -> None:
         if self.preset is not None and self.preset not in PRESETS:
@@ -119,11 +123,15 @@ class PriorSpec:
         from .align.builder import PriorBuilder
 
         return PriorBuilder(tokenizer, provider or self.build_provider(), cache=cache,
-                            neutral=self.resolved().neutral, **self.word_options(), **tokenizer_kwargs)
+                            neutral=self.resolved().neutral, within=self.within, **self.word_options(),
+                            **tokenizer_kwargs)
 
     # ---- as data ----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if d["within"] == "all":  # the default, absent before `within` existed: identities hold
+            del d["within"]
+        return d
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PriorSpec":

@@ -1,10 +1,12 @@
 """Built-in ``ontology`` provider: concept similarity over an is-a hierarchy.
 
-Reads OBO (the Human Phenotype Ontology by default), OWL/RDF through rdflib
+Reads OBO (the Human Phenotype Ontology by default; ``source="mesh"`` for
+MeSH, ``"hpo+mesh"`` for both merged), OWL/RDF through rdflib
 and the UMLS RRF pair MRCONSO/MRREL; recognises concept mentions in text by
 longest match of names and synonyms; scores two phrases by the similarity of
 the concepts they name (Lin, Resnik, path or Wu-Palmer over the is-a DAG, with
-intrinsic information content).  Phrases that name no concept are NaN ("no
+intrinsic information content), or by how the concepts relate
+(``measure="concept"``: same concept, related, unrelated).  Phrases that name no concept are NaN ("no
 knowledge"), so a combination can fall back to another source.
 
     >>> p = priorkit.get_provider("ontology", measure="lin")   # HPO
@@ -32,9 +34,10 @@ from priorkit.resources import resource_path
 
 from .. import _support
 from . import saved
+from .concept import CONCEPT_DEFAULTS, SOURCES, concept_params, relation_values, source_names, source_paths
 from .graph import IC_METHODS, MEASURES, ConceptGraph
 from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
-from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog
+from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog, merge
 from .readers import HIERARCHICAL_RELS, RDF_SUFFIXES
 from .saved import OntologyIndex
 
@@ -170,10 +173,15 @@ class OntologyProvider(PriorProvider):
     Parameters (all optional):
 
     - ``path``: OBO / OWL / RDF / Turtle file, ``MRCONSO.RRF`` or a folder with
-      MRCONSO.RRF + MRREL.RRF; default: the Human Phenotype Ontology
+      MRCONSO.RRF + MRREL.RRF, or a list of such (merged); default: the Human
+      Phenotype Ontology
+    - ``source``: instead of ``path``, fetched ontologies by name: ``hpo``,
+      ``mesh`` (MeSH trees C and D) or several joined by ``+`` (``hpo+mesh``)
     - ``format``: obo, owl, rdf, ttl, nt, n3, json-ld, rrf; default: from the
       suffix, then the first line
-    - ``measure``: ``lin`` (default), ``resnik``, ``path``, ``wup``
+    - ``measure``: ``lin`` (default), ``resnik``, ``path``, ``wup``, or ``concept``
+      with ``within``, ``related``, ``unrelated``, ``hops``, ``groups`` (see
+      :mod:`.concept`)
     - ``ic``: intrinsic information content, ``seco`` (default) or ``sanchez``
     - ``synonym_scopes``: synonym scopes used for recognition
       (default EXACT, RELATED, NARROW; BROAD synonyms name a wider idea)
@@ -200,9 +208,23 @@ class OntologyProvider(PriorProvider):
                  strict: bool = False, language: str | None = None,
                  sources: Sequence[str] | None = None, relations: Sequence[str] = ("PAR", "CHD"),
                  rela: Sequence[str] | None = ("", "isa", "inverse_isa"),
-                 cache: bool | str | os.PathLike = True) -> None:
-        if measure not in MEASURES:
-            raise ValueError(f"ontology: unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
+                 cache: bool | str | os.PathLike = True, source: str | None = None,
+                 within: float | None = None, related: float | None = None,
+                 unrelated: float | None = None, hops: int | None = None, groups: int | None = None) -> None:
+        if measure not in (*MEASURES, "concept"):
+            raise ValueError(f"ontology: unknown measure {measure!r}; choose one of "
+                             f"{', '.join(MEASURES)}, concept")
+        concept = concept_params(measure, {"within": within, "related": related, "unrelated": unrelated,
+                                           "hops": hops, "groups": groups})
+        if source is not None:
+            if path is not None:
+                raise ValueError("ontology: pass either path= (your files) or source= (fetched ontologies: "
+                                 f"{', '.join(SOURCES)}), not both")
+            source_names(source)  # checked now; the files are fetched on first use
+        if isinstance(path, (list, tuple)):
+            path = [str(x) for x in path]
+            if not path:
+                raise ValueError("ontology: path= is an empty list; give at least one ontology file")
         if ic not in IC_METHODS:
             raise ValueError(f"ontology: unknown ic {ic!r}; choose one of {', '.join(IC_METHODS)}")
         bad = [s for s in synonym_scopes if s not in SCOPES]
@@ -215,13 +237,18 @@ class OntologyProvider(PriorProvider):
             raise ValueError(f"ontology: relations {bad} are not hierarchical; choose from "
                              f"{', '.join(HIERARCHICAL_RELS)} (PAR/CHD parent/child, RB/RN broader/narrower)")
         super().__init__(
-            path=str(path) if path is not None else None, format=format, measure=measure, ic=ic,
+            path=str(path) if path is not None and not isinstance(path, list) else path,
+            format=format, measure=measure, ic=ic,
             synonym_scopes=list(synonym_scopes), fold_plurals=fold_plurals,
             stop_words=sorted(stop_words) if stop_words is not None else None,
             roots=list(roots) if roots is not None else None, strict=strict, language=language,
             sources=sorted(sources) if sources is not None else None, relations=list(relations),
             rela=list(rela) if rela is not None else None,
         )
+        # new parameters enter the fingerprint only when used: older caches keep their keys
+        if source is not None:
+            self.params["source"] = str(source)
+        self.params.update(concept)
         self._cache = cache
         self._index: OntologyIndex | None = None
         self._checksum: str | None = None
@@ -231,20 +258,27 @@ class OntologyProvider(PriorProvider):
         self.loaded_from_cache = False
 
     # ---- data -------------------------------------------------------------
-    def _path(self) -> Path:
+    def _paths(self) -> list[Path]:
         path = self.params["path"]
-        return Path(path).expanduser() if path is not None else default_path()
+        if "source" in self.params:
+            return source_paths(self.params["source"])
+        if isinstance(path, list):
+            return [Path(x).expanduser() for x in path]
+        return [Path(path).expanduser() if path is not None else default_path()]
 
     def _files(self) -> list[Path]:
-        p = self._path()
-        if not p.exists():
-            raise ResourceError(f"ontology file {p} does not exist; pass path= an existing ontology file")
-        kind, _ = detect_format(p, self.params["format"])
-        if kind == "rrf":
-            from .readers import locate
+        out = []
+        for p in self._paths():
+            if not p.exists():
+                raise ResourceError(f"ontology file {p} does not exist; pass path= an existing ontology file")
+            kind, _ = detect_format(p, self.params["format"])
+            if kind == "rrf":
+                from .readers import locate
 
-            return list(locate(p))  # MRCONSO and MRREL
-        return [p]
+                out += list(locate(p))  # MRCONSO and MRREL
+            else:
+                out.append(p)
+        return out
 
     def data_checksum(self) -> str:
         if self._checksum is None:
@@ -253,7 +287,7 @@ class OntologyProvider(PriorProvider):
 
     def _index_key(self) -> str:
         """Key of the saved index: format, data checksum, every parameter but measure and ic."""
-        params = {k: v for k, v in self.params.items() if k not in ("measure", "ic")}
+        params = {k: v for k, v in self.params.items() if k not in ("measure", "ic", *CONCEPT_DEFAULTS)}
         return _support.index_key(format=saved.INDEX_FORMAT, data=self.data_checksum(), params=params)
 
     def _cache_dir(self) -> str | os.PathLike | None:
@@ -277,7 +311,8 @@ class OntologyProvider(PriorProvider):
             self._index = self._build()
             if key is not None:
                 try:
-                    with _support.building_index(saved.INDEX_KIND, key, {"source": str(self._path())},
+                    with _support.building_index(saved.INDEX_KIND, key,
+                                                 {"source": " + ".join(map(str, self._paths()))},
                                                  self._cache_dir()) as tmp:
                         saved.save(self._index, tmp)
                 except OSError:  # a read-only home only costs the next load a re-parse
@@ -290,8 +325,9 @@ class OntologyProvider(PriorProvider):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", OntologyFormatWarning)
-                data = load_ontology(self._path(), p["format"], strict=p["strict"], language=p["language"],
-                                     sources=p["sources"], relations=p["relations"], rela=p["rela"])
+                data = merge([load_ontology(path, p["format"], strict=p["strict"], language=p["language"],
+                                            sources=p["sources"], relations=p["relations"], rela=p["rela"])
+                              for path in self._paths()])
         finally:
             for w in caught:  # pass them on (also before an error), and keep ours for cached loads
                 warnings.warn(w.message, stacklevel=3)
@@ -351,7 +387,7 @@ class OntologyProvider(PriorProvider):
         scalar = isinstance(a, str)
         ia = np.array([idx.data.index(x) for x in ([a] if scalar else a)])
         ib = np.array([idx.data.index(x) for x in ([b] if isinstance(b, str) else b)])
-        out = self._pairs(ia, ib)
+        out = self._values(self._pairs(ia, ib))
         return float(out[0]) if scalar else out
 
     def _pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -364,12 +400,20 @@ class OntologyProvider(PriorProvider):
         todo = np.isnan(values)
         if todo.any():
             lo, hi = np.divmod(uniq[todo], N)
-            new = self._index.graph.pair_similarity(lo, hi, self.params["measure"], self.params["ic"])
+            if self.params["measure"] == "concept":  # relation codes; _values maps them
+                new = self._index.graph.pair_relation(lo, hi, self.params["hops"],
+                                                      self.params["groups"]).astype(np.float64)
+            else:
+                new = self._index.graph.pair_similarity(lo, hi, self.params["measure"], self.params["ic"])
             values[todo] = new
             if len(memo) > _MEMO_LIMIT:
                 memo.clear()
             memo.update(zip(uniq[todo].tolist(), new.tolist()))
         return values[inverse]
+
+    def _values(self, scores: np.ndarray) -> np.ndarray:
+        """Scores of ``_pairs`` (maxima of them) -> prior values; relation codes for ``concept``."""
+        return relation_values(scores, self.params) if self.params["measure"] == "concept" else scores
 
     # ---- PriorProvider ------------------------------------------------------
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
@@ -383,7 +427,7 @@ class OntologyProvider(PriorProvider):
             values = self._pairs(lc[li], rc[ri])
             np.maximum.at(out, (lp[li], rp[ri]), values)
         out[np.isneginf(out)] = np.nan
-        return out
+        return self._values(out)
 
     def compute_pairs(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         """Element-wise ``compute``, vectorised: each distinct phrase is looked up once, every
@@ -411,7 +455,7 @@ class OntologyProvider(PriorProvider):
             a = flat[ptr[li[known]][pair] + within // nr[pair]]
             b = flat[ptr[ri[known]][pair] + within % nr[pair]]
             out[known] = np.maximum.reduceat(self._pairs(a, b), starts)
-        return out
+        return self._values(out)
 
     def recognise(self, words: Sequence[str]) -> list[Mention]:
         """Concept mentions in ``words`` (leftmost-longest, case and punctuation tolerant)."""

@@ -143,18 +143,7 @@ class ConceptGraph:
         out = np.ones(P, dtype=np.float64)
         if P == 0:
             return out
-        pos_a, pair_a = _rows(self.anc_ptr, a)
-        pos_b, pair_b = _rows(self.anc_ptr, b)
-        N = np.int64(self.n_nodes)
-        key_a = pair_a * N + self.anc_idx[pos_a]
-        key_b = pair_b * N + self.anc_idx[pos_b]
-        common, ia, ib = np.intersect1d(key_a, key_b, assume_unique=True, return_indices=True)
-        pair = common // N  # sorted, every pair present (they share the root)
-        anc = common % N
-        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
-        if starts.size != P:  # cannot happen with a single (possibly virtual) root
-            raise RuntimeError("concept pair without a common ancestor")
-        dist = (self.anc_dist[pos_a[ia]] + self.anc_dist[pos_b[ib]]).astype(np.float64)
+        starts, anc, dist = self._common(a, b)
         if measure == "path":
             out = 1.0 / (1.0 + np.minimum.reduceat(dist, starts))
         elif measure == "wup":
@@ -171,6 +160,52 @@ class ConceptGraph:
         out[a == b] = 1.0
         return np.clip(out, 0.0, 1.0)
 
+    def _common(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every common ancestor of every pair ``(a[k], b[k])``, grouped by pair.
+
+        The ancestor rows of all pairs are laid end to end with key
+        ``pair * n_nodes + ancestor``; one ``intersect1d`` finds them all.
+        Returns ``starts`` (P,) (where each pair's group begins), ``anc`` and
+        ``dist`` = d(a, c) + d(b, c) per common ancestor c (float64).
+        """
+        P = a.size
+        pos_a, pair_a = _rows(self.anc_ptr, a)
+        pos_b, pair_b = _rows(self.anc_ptr, b)
+        N = np.int64(self.n_nodes)
+        key_a = pair_a * N + self.anc_idx[pos_a]
+        key_b = pair_b * N + self.anc_idx[pos_b]
+        common, ia, ib = np.intersect1d(key_a, key_b, assume_unique=True, return_indices=True)
+        pair = common // N  # sorted, every pair present (they share the root)
+        anc = common % N
+        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        if starts.size != P:  # cannot happen with a single (possibly virtual) root
+            raise RuntimeError("concept pair without a common ancestor")
+        dist = (self.anc_dist[pos_a[ia]] + self.anc_dist[pos_b[ib]]).astype(np.float64)
+        return starts, anc, dist
+
+    def pair_relation(self, a: np.ndarray, b: np.ndarray, hops: int, groups: int) -> np.ndarray:
+        """How concept pairs ``(a[k], b[k])`` relate: (P,) int8, 2 same concept, 1 related, 0 not.
+
+        Related: joined by at most ``hops`` is-a steps through a common ancestor
+        (up from one, down to the other: ``min_c d(a, c) + d(b, c) <= hops``), or
+        sharing an ancestor at level ``groups`` or below (level 1 = a top concept
+        of the file, e.g. HPO's "All" or MeSH's tree C; ``groups=0``: not used).
+        The virtual root above several top concepts joins nothing.
+        """
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        out = np.zeros(a.size, dtype=np.int8)
+        if a.size == 0:
+            return out
+        starts, anc, dist = self._common(a, b)
+        real = anc < self.n_concepts if self.virtual_root else np.ones(anc.size, dtype=bool)
+        near = np.minimum.reduceat(np.where(real, dist, np.inf), starts) <= hops
+        if groups > 0:
+            level = self.depth[anc] - (1 if self.virtual_root else 0)
+            near |= np.maximum.reduceat(np.where(real, level, 0), starts) >= groups
+        out[near] = 1
+        out[a == b] = 2
+        return out
 
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the CSR entries of ``rows`` laid end to end, and their row number in ``rows``."""

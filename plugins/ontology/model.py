@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from priorkit.errors import DataFormatError
 
@@ -193,3 +193,37 @@ class OntologyBuilder:
         ]
         self.stats.update(concepts=len(ids), edges=len(edges), synonyms=len(synonyms))
         return OntologyData(self.source, self.format, ids, names, synonyms, sorted(edges), alt, self.stats)
+
+
+def merge(parts: Sequence[OntologyData]) -> OntologyData:
+    """Several ontologies as one (e.g. HPO + MeSH): concepts side by side, no links between them.
+
+    Concept ids must be distinct across the parts (an id in two files would be
+    two concepts with one name); the error names the id and both files.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    ids: list[str] = []
+    names: list[str] = []
+    synonyms: list[Synonym] = []
+    edges: list[tuple[int, int]] = []
+    alt: dict[str, int] = {}
+    stats: dict[str, int] = {}
+    owner: dict[str, str] = {}
+    for d in parts:
+        off = len(ids)
+        for c in d.ids:
+            if c in owner:
+                raise DataFormatError(f"concept id {c!r} is in both {owner[c]} and {d.source}; ontologies "
+                                      "merged with '+' need distinct ids")
+            owner[c] = d.source
+        ids += d.ids
+        names += d.names
+        synonyms += [dataclasses.replace(s, concept=s.concept + off) for s in d.synonyms]
+        edges += [(c + off, p + off) for c, p in d.edges]
+        alt.update({a: i + off for a, i in d.alt_ids.items() if a not in owner})
+        for k, v in d.stats.items():
+            stats[k] = stats.get(k, 0) + v
+    stats["merged_files"] = len(parts)
+    return OntologyData(" + ".join(d.source for d in parts), "+".join(d.format for d in parts),
+                        ids, names, synonyms, edges, alt, stats)

@@ -20,7 +20,10 @@ Layouts:
   blocks (side A incl. [CLS] and the first [SEP] against side B incl. the last
   [SEP], and the transpose) hold word similarities.  Pairs only.
 - ``full``: every token pair, for single sentences and pairs; tokens inside
-  one word or phrase get 1 with each other; special tokens get ``neutral``.
+  one word or phrase get 1 with each other (``within="all"``), or only inside
+  a phrase the provider knows, with the provider's value of the phrase with
+  itself (``within="known"``, e.g. a concept mention); special tokens get
+  ``neutral``.
 
 Unknown values (NaN from the provider) become ``neutral`` (default 1.0, the
 multiplicative no-op).
@@ -39,6 +42,8 @@ from .words import PAPER_WORDS, WordKeys, _input_kind, _phrase_keys, check_layou
 if TYPE_CHECKING:
     import torch
 
+WITHIN = ("all", "known")
+
 
 
 
@@ -55,6 +60,10 @@ class PriorBuilder(WordKeys):
         (the paper's list in the preset); empty keys count as stop words then.
     :param keys: how a word becomes a key: ``"paper"`` (lower-case, remove all
         punctuation) or ``"strip"`` (lower-case, strip surrounding punctuation).
+    :param within: ``full`` layout, the cells between tokens of one word or phrase:
+        ``"all"`` (default) 1 for every word; ``"known"`` the provider's value of the
+        phrase with itself, so only recognised phrases (concept mentions) stand out
+        and other words' pieces get ``neutral`` (with ``neutral < 1``, too).
     :param tokenizer_kwargs: passed to every tokenizer call (``truncation``,
         ``max_length`` ...), so the prior matches the model input made with them.
     """
@@ -69,9 +78,14 @@ class PriorBuilder(WordKeys):
         stop_words: Iterable[str] | None = None,
         stop_value: float = 0.0,
         keys: str = "strip",
+        within: str = "all",
         **tokenizer_kwargs: Any,
     ) -> None:
         check_layout_keys(layout, keys)
+        if within not in WITHIN or (within != "all" and layout == "paper"):
+            raise PriorkitError(f"within={within!r}: choose one of {', '.join(WITHIN)}"
+                                + (" (the paper layout has no within-word cells: use 'all')"
+                                   if within in WITHIN else ""))
         if not 0.0 <= float(neutral) <= 1.0 and layout == "paper":
             raise PriorkitError(f"neutral must lie in [0, 1], got {neutral}")
         self.tokenizer = load_tokenizer(tokenizer)
@@ -83,6 +97,7 @@ class PriorBuilder(WordKeys):
             self.cache = cache if isinstance(cache, PriorCache) else PriorCache(cache, read_only=True)
             self.provider = CachedProvider(self.base_provider, self.cache)
         self.neutral = float(neutral)
+        self.within = within
         self.tokenizer_kwargs = dict(tokenizer_kwargs)
 
     # ---- presets -------------------------------------------------------
@@ -111,6 +126,7 @@ class PriorBuilder(WordKeys):
             "layout": self.layout,
             "neutral": self.neutral,
             "keys": self.key_name,
+            **({"within": self.within} if self.within != "all" else {}),
             "stop_words": sorted(self.stop_words) if self.stop_words is not None else None,
             "stop_value": self.stop_value,
             "provider": self.base_provider.describe(),
@@ -276,7 +292,9 @@ class PriorBuilder(WordKeys):
             return P
         P = np.full((L, L), self.neutral, dtype=np.float32)  # specials stay neutral
         sub = W[np.ix_(plan.rows, plan.cols)]  # (T, T)
-        sub[plan.spans[:, None] == plan.spans[None, :]] = 1.0  # pieces of one word / phrase
+        if self.within == "all":
+            sub[plan.spans[:, None] == plan.spans[None, :]] = 1.0  # pieces of one word / phrase
+        # "known": those cells keep W[phrase, phrase], the provider's value (NaN -> neutral)
         P[np.ix_(plan.a_tok, plan.b_tok)] = sub
         return P
 

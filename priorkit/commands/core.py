@@ -77,7 +77,7 @@ def data_group() -> None:
 @click.option("--force", is_flag=True, help="Download again even if present.")
 @click.pass_context
 def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
-    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim."""
+    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim, mesh."""
     from tqdm.auto import tqdm
 
     from .. import resources

@@ -105,6 +105,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     d.pop("cache", None)
     if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
         d.pop("train", None)
+    if d.get("within") == "all":  # the default, absent before `within` existed: old keys hold
+        d.pop("within", None)
     return d
 
 

@@ -125,6 +125,8 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
                     "works on single sentences: use layout: full (and no preset)")
     if not 0.0 <= p.neutral <= 1.0 and layout == "paper":
         raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
+    if p.within != "all" and layout == "paper":
+        raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
     layers = p.attention.layers
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,

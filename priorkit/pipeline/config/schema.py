@@ -102,6 +102,10 @@ class PriorConfig:
     layout: Literal["paper", "full"] = "full"
     neutral: float = 1.0
     keys: Literal["strip", "paper"] = "strip"
+    #: full layout, cells between tokens of one word or phrase: "all" = 1 for every word;
+    #: "known" = the provider's value of the phrase with itself (e.g. a recognised concept
+    #: mention), other words' pieces get ``neutral``.
+    within: Literal["all", "known"] = "all"
     #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
@@ -115,7 +119,7 @@ class PriorConfig:
         from ...spec import PriorSpec
 
         return PriorSpec(provider=self.provider, params=self.params, preset=self.preset, layout=self.layout,
-                         keys=self.keys, neutral=self.neutral)
+                         keys=self.keys, neutral=self.neutral, within=self.within)
 
 
 @dataclasses.dataclass
