@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import io
 import json
 import math
@@ -110,11 +109,9 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def file_checksum(path: str | os.PathLike) -> str:
     """sha256 of a file (what a precompute run records about its dataset)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from .checksums import file_sha256
+
+    return file_sha256(path)
 
 
 def _parse_label(value: str) -> Any:

@@ -301,3 +301,11 @@ def test_a_failing_trial_is_recorded_and_the_study_goes_on(tmp_path, tiny_model)
     assert states[1:] == [optuna.trial.TrialState.COMPLETE] * 2
     # the same setting twice: the second reuses the first's cached run
     assert study.trials[1].value == study.trials[2].value
+
+
+def test_trial_lines_keep_same_named_parameters_apart():
+    """Two sampled fields with one last part (two learning rates) are printed distinguishably."""
+    from priorkit.tune.study import _name
+
+    params = {"prior.attention.learning_rate": 0.02, "train.learning_rate": 6e-5, "prior.attention.mode": "bias"}
+    assert [_name(k, params) for k in params] == ["attention.learning_rate", "train.learning_rate", "mode"]

@@ -7,7 +7,6 @@ from the word matrix with it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from typing import Any, Sequence
@@ -15,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import TokenizerError
+from ..checksums import data_sha256
 from .words import _dedupe
 
 _CHUNK = re.compile(r"\S+")
@@ -75,7 +75,7 @@ def tokenizer_fingerprint(tokenizer) -> str:
         blob = json.dumps(sorted(tokenizer.get_vocab().items()))
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
     short = str(name).rstrip("/").split("/")[-1]
-    return f"{short}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+    return f"{short}-{data_sha256(blob.encode())[:12]}"
 
 
 @dataclasses.dataclass

@@ -29,7 +29,6 @@ import contextlib
 import copy
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import time
@@ -138,7 +137,9 @@ def trial_config(ctx: TuneContext, params: dict[str, Any], seed: int, *, baselin
 
 
 def params_digest(params: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    from ..checksums import data_sha256
+
+    return data_sha256(json.dumps(params, sort_keys=True, default=str).encode())[:12]
 
 
 # ---------------------------------------------------------------------------
@@ -395,7 +396,7 @@ def objective_for(ctx: TuneContext, base: dict[int, list[float]]) -> Callable[[A
 def describe_trial(t, metric: str) -> str:
     from optuna.trial import TrialState
 
-    params = ", ".join(f"{k.split('.')[-1] if k.count('.') else k}={_short(v)}" for k, v in t.params.items())
+    params = ", ".join(f"{_name(k, t.params)}={_short(v)}" for k, v in t.params.items())
     if t.state == TrialState.COMPLETE:
         return (f"trial {t.number}: {metric} {t.value:.4f} (delta {t.user_attrs.get('delta', float('nan')):+.4f}) "
                 f"[{params}]")
@@ -406,6 +407,17 @@ def describe_trial(t, metric: str) -> str:
         reason = t.user_attrs.get("error") or ("interrupted" if t.user_attrs.get("interrupted") else "")
         return f"trial {t.number}: FAILED ({reason or 'process stopped'}) [{params}]"
     return f"trial {t.number}: {t.state.name.lower()} [{params}]"
+
+
+def _name(key: str, params: dict[str, Any]) -> str:
+    """The last part of a dotted field, or more of it when that would be ambiguous
+    (``prior.attention.learning_rate`` and ``train.learning_rate`` in one trial)."""
+    parts = key.split(".")
+    for n in range(1, len(parts) + 1):
+        tail = ".".join(parts[-n:])
+        if sum(other == tail or other.endswith("." + tail) for other in params) == 1:
+            return tail
+    return key
 
 
 def _short(v: Any) -> str:

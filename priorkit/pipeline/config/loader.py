@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import json
 import types
 import typing
@@ -268,5 +267,6 @@ def _convert(value: Any, tp: Any, path: tuple, loc: dict, source: str) -> Any:
 
 def digest(obj: Any) -> str:
     """Short stable hash of JSON-able data (validity keys of step outputs)."""
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    from ...checksums import json_sha256
+
+    return json_sha256(obj, 16)
