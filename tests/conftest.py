@@ -104,3 +104,29 @@ def sentencepiece_tokenizer():
     )
     return PreTrainedTokenizerFast(tokenizer_object=tok._tokenizer, bos_token="<s>", eos_token="</s>",
                                    sep_token="</s>", cls_token="<s>", pad_token="<pad>", unk_token="<unk>")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, minilm_path):
+    """A 2-layer random BERT beside the MiniLM's real tokenizer files (loads like any local model)."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    out = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=128)
+    BertModel(config).save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(minilm_path)).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread, and do not spin-wait against other jobs."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -33,13 +33,7 @@ from priorkit.errors import PriorkitError
 hf_logging.set_verbosity_error()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny models run fastest on one thread, and do not spin-wait against other jobs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # ---------------------------------------------------------------- tiny models
 

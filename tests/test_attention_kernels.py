@@ -24,12 +24,7 @@ MODES = [("multiply", {}, None), ("multiply", {}, (0, 2)), ("gate", {"init": 0.7
 IDS = [f"{m}-{'all' if h is None else 'heads'}" for m, _, h in MODES]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def bert(dropout: float = 0.0, seed: int = 0) -> torch.nn.Module:

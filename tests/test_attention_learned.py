@@ -26,12 +26,7 @@ _CFG = dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=3, intermed
             pad_token_id=0, max_position_embeddings=64, initializer_range=0.2, num_labels=1)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def bert(seed: int = 0, attn: str = "sdpa", **overrides) -> torch.nn.Module:

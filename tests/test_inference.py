@@ -28,16 +28,8 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, minilm_path):
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    out = tmp_path_factory.mktemp("tiny-bert")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=128)
-    BertModel(config).save_pretrained(out)
-    AutoTokenizer.from_pretrained(str(minilm_path)).save_pretrained(out)
-    return out
+def tiny_bert(tiny_bert_dir):
+    return tiny_bert_dir
 
 
 def train(tmp: Path, model: Path, body: str) -> Path:

@@ -25,18 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory, minilm_path):
-    """A 2-layer random BERT beside the MiniLM's tokenizer files (loads like any local model)."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    out = tmp_path_factory.mktemp("tiny-bert")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=128)
-    BertModel(config).save_pretrained(out)
-    AutoTokenizer.from_pretrained(str(minilm_path)).save_pretrained(out)
-    return out
+def tiny_model(tiny_bert_dir):
+    return tiny_bert_dir
 
 
 def pipeline(tmp_path: Path, model: Path, tune: str, *, epochs: int = 2, name: str = "t") -> Path:

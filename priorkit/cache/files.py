@@ -64,31 +64,6 @@ def _path_lock(path: Path) -> threading.RLock:
         return _PATH_LOCKS.setdefault(key, threading.RLock())
 
 
-def _describe_pid(pid: int, exe: str) -> str:
-    """'PID 123 (python -m priorkit precompute ...)' from /proc where available."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        cmd = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
-    except OSError:
-        cmd = exe
-    if len(cmd) > 160:
-        cmd = cmd[:157] + "..."
-    return f"PID {pid} ({cmd})" if cmd else f"PID {pid}"
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-
 def _is_lock_error(exc: Exception) -> bool:
     msg = str(exc)
     return "Could not set lock" in msg or "Conflicting lock" in msg
