@@ -3,7 +3,7 @@
 * ``trials.csv`` / ``trials.md``: every trial with its state, score, delta against the
   baseline, parameters and time;
 * ``history.png`` (optimisation history) and ``importance.png`` (parameter
-  importances, fANOVA), drawn with Optuna's matplotlib plots;
+  importances, Optuna's default evaluator: PED-ANOVA in Optuna 5), drawn with Optuna's matplotlib plots;
 * ``best.yaml``: the pipeline with the best setting as its ``prior`` (sampled
   ``train.*`` fields become the setting's own ``prior.train``) and a sweep that
   compares it with no prior and the file's own prior -- ``priorkit run best.yaml``
@@ -132,7 +132,7 @@ def write_plots(study, root: Path) -> dict[str, Path]:
 
 
 def importances(study) -> dict[str, float]:
-    """fANOVA importances of the complete trials ({} when they cannot be computed)."""
+    """Parameter importances (Optuna's default evaluator) of the complete trials ({} when they cannot be computed)."""
     import optuna
     from optuna.trial import TrialState
 
