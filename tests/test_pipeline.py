@@ -578,3 +578,17 @@ def test_every_config_field_is_documented():
 
     walk(C.PipelineConfig, "")
     assert not missing, f"fields missing from docs/pipelines.md: {missing}"
+
+
+def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
+    """A kill while a checkpoint is written can leave an empty trainer_state.json: resume from
+    the newest whole checkpoint instead of failing on it."""
+    from priorkit.pipeline.train import last_checkpoint
+
+    for step, state in ((2, '{"global_step": 2}'), (4, "")):
+        ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"
+        ckpt.mkdir(parents=True)
+        (ckpt / "trainer_state.json").write_text(state)
+    assert last_checkpoint(tmp_path).name == "checkpoint-2"
+    (tmp_path / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text('{"global_')
+    assert last_checkpoint(tmp_path) is None

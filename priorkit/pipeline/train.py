@@ -389,9 +389,21 @@ def fit_task(cfg: PipelineConfig, train: Split) -> Task:
     return task
 
 
+def _whole_checkpoint(path: Path) -> bool:
+    """A checkpoint a kill did not cut short: its trainer state reads as JSON."""
+    import json
+
+    try:
+        json.loads((path / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def last_checkpoint(run_dir: Path) -> Path | None:
+    """The newest whole checkpoint (one cut short by a kill while it was written is passed over)."""
     ckpts = [p for p in (run_dir / "checkpoints").glob("checkpoint-*") if p.is_dir()]
-    ckpts = [p for p in ckpts if (p / "trainer_state.json").exists()]
+    ckpts = [p for p in ckpts if _whole_checkpoint(p)]
     if not ckpts:
         return None
     return max(ckpts, key=lambda p: int(p.name.split("-")[-1]))
