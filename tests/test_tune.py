@@ -299,3 +299,28 @@ def test_trial_lines_keep_same_named_parameters_apart():
 
     params = {"prior.attention.learning_rate": 0.02, "train.learning_rate": 6e-5, "prior.attention.mode": "bias"}
     assert [_name(k, params) for k in params] == ["attention.learning_rate", "train.learning_rate", "mode"]
+
+
+def test_best_yaml_names_the_training_control_when_train_fields_were_tuned(tmp_path):
+    """A tuned learning rate can win without the prior: best.yaml gives the no-prior control
+    sweep at the same training fields, and that command loads as a valid pipeline."""
+    import shlex
+
+    import yaml
+
+    from priorkit.pipeline.config import load_config
+    from priorkit.tune.report import control_command
+
+    raw = {"name": "job", "data": {"train": {"source": "stsb", "split": "train"}, "eval": {"source": "stsb", "split": "dev"},
+                    "test": {"source": "stsb", "split": "test"}},
+           "prior": {"name": "tuned-x", "preset": "paper", "train": {"learning_rate": 1.5e-4}},
+           "sweep": {"fractions": [0.1], "seeds": [0, 1], "priors": {"none": None, "tuned-x": {}}, "split": "test"}}
+    assert control_command({**raw, "prior": {**raw["prior"], "train": {}}}) is None
+    command = control_command(raw)
+    path = tmp_path / "best.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    args = shlex.split(command.replace("THIS_FILE", str(path)))
+    overrides = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    cfg = load_config(path, overrides=overrides)
+    assert cfg.name == "job-train-control" and cfg.train.learning_rate == 1.5e-4
+    assert list(cfg.prior_settings()) == ["none"] and cfg.sweep.seeds == [0, 1] and cfg.sweep.split == "test"

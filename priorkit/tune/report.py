@@ -206,6 +206,26 @@ def _explicit(prior) -> dict[str, Any]:
     return d
 
 
+def control_command(raw: dict[str, Any]) -> str | None:
+    """The sweep that trains *no prior* with the training fields the tuned setting changed
+    (``prior.train``), or None when it changed none.
+
+    A tuned learning rate can win on its own: the no-prior baseline kept the file's.
+    Comparing the tuned prior with no prior at the same training settings tells what the
+    prior adds (docs/tune.md).
+    """
+    tuned_train = (raw.get("prior") or {}).get("train") or {}
+    if not tuned_train:
+        return None
+    sweep = raw.get("sweep") or {}
+    sets = [f"--set name={raw['name']}-train-control"]
+    sets += [f"--set train.{k}={json.dumps(v)}" for k, v in sorted(tuned_train.items())]
+    grid = {"fractions": sweep.get("fractions"), "seeds": sweep.get("seeds"), "priors": {"none": None},
+            "split": sweep.get("split", "eval")}
+    sets.append("--set 'sweep=" + json.dumps(grid) + "'")
+    return "priorkit sweep THIS_FILE " + " ".join(sets)
+
+
 def write_best(ctx: TuneContext, study) -> tuple[Path, dict[str, Any]]:
     t = best_trial(study)
     raw = best_pipeline(ctx, t.params)
@@ -216,6 +236,11 @@ def write_best(ctx: TuneContext, study) -> tuple[Path, dict[str, Any]]:
               "#   priorkit run THIS_FILE      trains the tuned setting\n"
               "#   priorkit sweep THIS_FILE    compares it with the settings below on the reported split\n"
               f"# Sampled parameters: {json.dumps(t.params, default=str)}\n")
+    control = control_command(raw)
+    if control is not None:
+        header += ("# The tuned setting also changed training fields (prior.train). To see what the prior\n"
+                   "# adds beyond them, train no prior with the same fields and compare:\n"
+                   f"#   {control}\n")
     path = ctx.root / BEST_YAML
     path.write_text(header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
     return path, raw
