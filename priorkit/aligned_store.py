@@ -42,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .align.tokens import tokenizer_behaviour
 from .errors import CacheError
 
 FORMAT = 1
@@ -64,29 +65,9 @@ def tokenizer_identity(tokenizer: Any) -> str:
     a call (``padding=True`` switches them on), so hashing it whole would give a
     different value before and after the first batch.
     """
-    try:
-        blob = _without_fields(tokenizer.backend_tokenizer.to_str(), ("truncation", "padding"))
-    except Exception:  # noqa: BLE001 - fall back to the vocabulary
-        blob = json.dumps(sorted(tokenizer.get_vocab().items()))
+    blob = tokenizer_behaviour(tokenizer)
     specials = json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)
     return hashlib.sha256((blob + specials + str(getattr(tokenizer, "padding_side", ""))).encode()).hexdigest()[:16]
-
-
-def _without_fields(text: str, names: tuple[str, ...]) -> str:
-    """``text`` (a JSON object) with the values of the top-level ``names`` cut out, without
-    re-serialising it (a tokenizer's JSON is large; ``json.dumps`` of it takes about a second)."""
-    decoder = json.JSONDecoder()
-    for name in names:
-        tag = f'"{name}":'
-        start = text.find(tag)
-        if start < 0:
-            continue
-        pos = start + len(tag)
-        while text[pos].isspace():
-            pos += 1
-        _, end = decoder.raw_decode(text, pos)
-        text = text[:pos] + "null" + text[end:]
-    return text
 
 
 class StoredBatch(dict):

@@ -60,19 +60,41 @@ def load_tokenizer(tokenizer: Any):
     return tokenizer
 
 
-def tokenizer_fingerprint(tokenizer) -> str:
-    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials).
+def _without_fields(text: str, names: tuple[str, ...]) -> str:
+    """``text`` (a JSON object) with the values of the top-level ``names`` cut out, without
+    re-serialising it (a tokenizer's JSON is large; ``json.dumps`` of it takes about a second)."""
+    decoder = json.JSONDecoder()
+    for name in names:
+        tag = f'"{name}":'
+        start = text.find(tag)
+        if start < 0:
+            continue
+        pos = start + len(tag)
+        while text[pos].isspace():
+            pos += 1
+        _, end = decoder.raw_decode(text, pos)
+        text = text[:pos] + "null" + text[end:]
+    return text
 
-    The backend's padding and truncation settings are left out: a call with ``padding=True``
-    or ``truncation=True`` changes them, and they decide nothing about the tokens of a text.
+
+def tokenizer_behaviour(tokenizer) -> str:
+    """The fast tokenizer's serialised form without its padding and truncation *state*
+    (the vocabulary as JSON for a tokenizer without a backend).
+
+    A call with ``padding=True`` or ``truncation=True`` changes those settings, and they
+    decide nothing about the tokens of a text, so identities built on this stay the same
+    before and after the first padded batch.
     """
     try:
-        state = json.loads(tokenizer.backend_tokenizer.to_str())
-        state.pop("padding", None)
-        state.pop("truncation", None)
-        blob = json.dumps(state, sort_keys=True)
+        return _without_fields(tokenizer.backend_tokenizer.to_str(), ("truncation", "padding"))
     except Exception:  # noqa: BLE001 - fall back to the vocabulary
-        blob = json.dumps(sorted(tokenizer.get_vocab().items()))
+        return json.dumps(sorted(tokenizer.get_vocab().items()))
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """Identity of a tokenizer's behaviour (vocabulary, normaliser, specials), from
+    :func:`tokenizer_behaviour`."""
+    blob = tokenizer_behaviour(tokenizer)
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
     short = str(name).rstrip("/").split("/")[-1]
     return f"{short}-{data_sha256(blob.encode())[:12]}"
