@@ -107,6 +107,17 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
 
 
+def check_file(path: str | os.PathLike, what: str, hint: str = "") -> Path:
+    """``path`` as a Path when it is a file; else a DataFormatError naming it (``what``: the
+    kind of file the caller wants, e.g. "dataset"; ``hint`` follows the folder message)."""
+    path = Path(path)
+    if not path.exists():
+        raise DataFormatError(f"{what} file {path} does not exist")
+    if path.is_dir():
+        raise DataFormatError(f"{path} is a folder; pass one {what} file{hint}")
+    return path
+
+
 def file_checksum(path: str | os.PathLike) -> str:
     """sha256 of a file (what a precompute run records about its dataset)."""
     from .checksums import file_sha256
@@ -428,11 +439,7 @@ def read_dataset(path: str | os.PathLike, format: str | None = None, *, text_a: 
     ``numeric_label``: refuse a non-numeric label with its file and line (csv,
     tsv, jsonl; STS-B scores are always checked, CoNLL has tags instead).
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError(f"dataset file {path} does not exist")
-    if path.is_dir():
-        raise DataFormatError(f"{path} is a folder; pass one dataset file (e.g. {path}/train.tsv)")
+    path = check_file(path, "dataset", f" (e.g. {Path(path)}/train.tsv)")
     fmt = format or detect_format(path)
     if fmt not in FORMATS:
         raise DataFormatError(f"unknown dataset format {fmt!r}; choose one of {', '.join(FORMATS)}")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..datasets import TaggedSentence, _lines, detect_format, read_dataset
+from ..datasets import TaggedSentence, _lines, check_file, detect_format, read_dataset
 from ..errors import DataFormatError
 
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv")
@@ -65,11 +65,7 @@ def read_inputs(path: str | os.PathLike, kind: str, task_type: str, *, fmt: str 
 
     A file whose columns do not fit the model is refused with its columns named.
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError(f"input file {path} does not exist")
-    if path.is_dir():
-        raise DataFormatError(f"{path} is a folder; pass one input file")
+    path = check_file(path, "input")
     fmt = fmt or detect_format(path)
     if kind == "words":
         if fmt == "conll":
