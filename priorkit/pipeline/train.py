@@ -610,6 +610,21 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta)
 
 
+def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tuple[np.ndarray, Any]:
+    """``trainer.predict`` over ``rows`` taken longest first, outputs put back in input order.
+
+    Batches of sentences of similar length carry little padding: on BC5CDR test (4,797
+    sentences, batches of 64) this scores a split about twice as fast as input order.
+    """
+    lengths = np.asarray(_token_lengths(trainer.processing_class, rows, max_length))
+    order = np.argsort(-lengths, kind="stable")
+    pred = trainer.predict(ListDataset([rows[i] for i in order]))
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    label_ids = None if pred.label_ids is None else np.asarray(pred.label_ids)[back]
+    return np.asarray(pred.predictions)[back], label_ids
+
+
 def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedModel | None = None
                  ) -> dict[str, dict[str, float]]:
     """Score the run's saved model on every split in ``evaluate``."""
@@ -622,8 +637,8 @@ def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedMod
         split = splits[name]
         rows = [trained.task.encode(e) for e in split.examples]
         t0 = time.perf_counter()
-        pred = trainer.predict(ListDataset(rows))
-        metrics = trained.task.score(pred.predictions, pred.label_ids, split.examples)
+        pred, label_ids = predict_by_length(trainer, rows, spec.cfg.model.max_length)
+        metrics = trained.task.score(pred, label_ids, split.examples)
         metrics["examples"] = float(len(rows))
         metrics["seconds"] = round(time.perf_counter() - t0, 2)
         out[name] = metrics
