@@ -174,3 +174,47 @@ def test_show_run_refuses_bad_input_in_one_line(gate_run, tmp_path, capsys):
     code, out, err = in_process(capsys, "show", str(gate_run), long, B, "--json", "-")
     assert code == 0 and "note: the input has" in err and "showing the first 32" in err
     assert len(json.loads(out)["tokens"]) == 32
+
+
+# --------------------------------------------------------------------------- priorkit run / sweep
+def test_metrics_hold_prior_usage_that_show_reproduces(gate_run, capsys):
+    from priorkit.pipeline import sweep as sw
+    from priorkit.pipeline.config import load_config
+    from priorkit.pipeline.data import load_data
+    from priorkit.pipeline.train import spec_for_run
+
+    usage = json.loads((gate_run / "metrics.json").read_text())["prior_usage"]
+    model = priorkit.load_model(gate_run)
+    gates = model.model.base_model.encoder.layer[0].attention.self.prior_gate.detach().tolist()
+    assert usage["mode"] == "gate" and usage["layers"] == [0] and usage["split"] == "eval"
+    assert usage["learned"]["name"] == "gate"
+    assert usage["learned"]["per_layer"]["0"] == pytest.approx(gates, abs=1e-6)
+    assert usage["learned"]["mean"] == pytest.approx(float(np.mean(gates)), abs=1e-6)
+
+    # the same measure through the Python API, one example at a time
+    pipeline = gate_run.parents[3] / "p.yaml"  # runs/PRIOR/fracF/seedS
+    cfg = load_config(str(pipeline), ())
+    examples = load_data(cfg)["eval"].examples
+    assert usage["examples"] == len(examples) == 8
+    total_on = total_off = rows = 0.0
+    for e in examples:
+        r = compare(model, e["text_a"], e["text_b"])
+        fav = favoured_cells(r.with_prior.prior)
+        n = int(fav.any(-1).sum())
+        total_on += sum(s.mass_with * n for s in r.summary) / len(r.summary)
+        total_off += sum(s.mass_without * n for s in r.summary) / len(r.summary)
+        rows += n
+    assert usage["mass_with"] == pytest.approx(total_on / rows, abs=1e-5)
+    assert usage["shift"] == pytest.approx((total_on - total_off) / rows, abs=1e-5)
+    assert usage["shift"] != 0
+
+    # printed at the end of priorkit run (every step is up to date, so nothing is retrained)
+    code, out, err = in_process(capsys, "run", str(pipeline))
+    assert code == 0, err
+    assert f"({usage['shift']:+.3f}; uniform" in out and f"learned gate mean {usage['learned']['mean']:.3f}" in out
+
+    # and a column of the sweep table
+    rows_ = sw.collect_rows(cfg, [spec_for_run(cfg)])
+    cells = sw.aggregate(rows_, "eval_spearman", "paper", ["paper"], [1.0])
+    table = sw.markdown_table(cfg, cells)
+    assert "prior use" in table and f"{usage['shift']:+.3f} (gate {usage['learned']['mean']:.2f})" in table

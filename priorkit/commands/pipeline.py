@@ -82,6 +82,13 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     for name in names:
         table.add_row(name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores])
     Console().print(table)
+    from ..pipeline.prior_usage import describe
+
+    if "prior_usage" in result.metrics:
+        click.echo(describe(result.metrics["prior_usage"]))
+    else:
+        click.echo("prior usage: not measured (this metrics.json predates it; `--steps evaluate --force` "
+                   "measures it)")
     click.echo(f"metrics: {result.spec.run_dir / 'metrics.json'}")
 
 
