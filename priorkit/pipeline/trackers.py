@@ -7,8 +7,8 @@ logging; priorkit only decides where the files go, so that every run of a sweep
 or a tune study can be found again:
 
 * TensorBoard: event files in ``<run folder>/tensorboard/`` (``TENSORBOARD_LOGGING_DIR``);
-* MLflow: unless ``MLFLOW_TRACKING_URI`` is set, a local file store
-  ``file:<output_dir>/mlruns`` shared by the pipeline's runs, experiment = the
+* MLflow: unless ``MLFLOW_TRACKING_URI`` is set, a local store, the SQLite file
+  ``<output_dir>/mlflow.db`` shared by the pipeline's runs, experiment = the
   pipeline's name (unless ``MLFLOW_EXPERIMENT_NAME`` is set), one MLflow run per
   priorkit run, named by its label; its id is kept in ``<run folder>/trackers.json``
   so a resumed training and the evaluate step log into the same MLflow run.
@@ -82,8 +82,13 @@ def _state(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
+#: MLflow's local store in the pipeline's output folder (MLflow 3 keeps its plain-folder
+#: ``file:`` store in maintenance mode and refuses it by default; SQLite is its local default)
+MLFLOW_DB = "mlflow.db"
+
+
 def _mlflow_uri(cfg: Any) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or (cfg.out_dir.resolve() / "mlruns").as_uri()
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{cfg.out_dir.resolve() / MLFLOW_DB}"
 
 
 def _mlflow_run(spec: Any) -> str:
