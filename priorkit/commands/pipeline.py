@@ -162,6 +162,9 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
     from ..tune import prepare, report, study as st
 
     ctx = prepare(cfg, cfg.raw, log=click.echo)
+    from ..pipeline.trackers import study_store
+
+    study_store(cfg, ctx.root)  # with train.report_to: mlflow, every trial logs into one store
     if dry_run:
         click.echo(f"tune {cfg.name}: {len(ctx.dims)} parameter(s); trials on {cfg.tune.fraction:g} of "
                    f"{len(ctx.splits['train'])} training examples, scored on a validation slice of "

@@ -91,6 +91,16 @@ def _mlflow_uri(cfg: Any) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{cfg.out_dir.resolve() / MLFLOW_DB}"
 
 
+def study_store(cfg: Any, root: Path) -> None:
+    """``priorkit tune``: every trial (each has its own output folder) logs into the study's
+    MLflow store ``<study folder>/mlflow.db``, experiment ``<name>-tune``, unless the
+    environment already names them."""
+    if "mlflow" not in names(cfg.train.report_to):
+        return
+    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{Path(root).resolve() / MLFLOW_DB}")
+    os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", f"{cfg.name}-tune")
+
+
 def _mlflow_run(spec: Any) -> str:
     """The MLflow run of this priorkit run: created once, its id kept in trackers.json."""
     from mlflow.tracking import MlflowClient
@@ -104,7 +114,7 @@ def _mlflow_run(spec: Any) -> str:
     found = client.get_experiment_by_name(experiment)
     experiment_id = found.experiment_id if found else client.create_experiment(experiment)
     run = client.create_run(experiment_id, run_name=spec.label.replace(" ", "_"),
-                            tags={"priorkit.prior": spec.prior_name, "priorkit.fraction": str(spec.fraction),
+                            tags={"priorkit.run_dir": str(spec.run_dir), "priorkit.prior": spec.prior_name, "priorkit.fraction": str(spec.fraction),
                                   "priorkit.seed": str(spec.seed)})
     client.set_terminated(run.info.run_id)  # the Trainer's callback reopens it
     state.update(mlflow_run_id=run.info.run_id, mlflow_uri=uri, mlflow_experiment=experiment)
