@@ -98,8 +98,8 @@ def show_trained(folder: str, text_a: str, text_b: str | None, *, layers: str | 
     if out:
         from ..viz import plot_attention_grid
 
-        title = (f"{predictor.folder.parent.name if predictor.folder.name == 'model' else predictor.folder.name}: "
-                 f"mode {result.mode or 'no prior'}")
+        run = predictor.folder.parent if predictor.folder.name == "model" else predictor.folder
+        title = f"{'/'.join(run.parts[-3:])}: mode {result.mode or 'no prior'}"  # PRIOR/fracF/seedS
         plot_attention_grid(result, out, title=title)
         click.echo(f"wrote {out}")
 
