@@ -17,7 +17,7 @@ command runs (``VmHWM``, reset to the current RSS just before by writing 5 to
 
 With ``--trained RUN`` (a run or model folder of the MiniLM, e.g. from
 ``priorkit run pipelines/demo.yaml``) it measures ``priorkit show RUN A B --out
-attention.png`` (docs/show.md, issue 19) instead: first on a 6-token pair, whose
+attention.png`` (docs/show.md, issue 19) instead: first on a 10-token pair, whose
 peak is the reference, then on the long pair; the target is a peak under 300 MB
 above the short one's and under 30 s.
 """
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--max-length", type=int, default=512, help="--trained: tokens shown (the long pair is cut there)")
     ap.add_argument("--trained", default=None, metavar="RUN", help="a trained run or model folder: measure "
-                    "`priorkit show RUN A B` against a 6-token pair")
+                    "`priorkit show RUN A B` against a 10-token pair")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.trained:
@@ -127,7 +127,7 @@ def _timed_show(cli, argv: list[str]) -> tuple[float, float, str]:
 
 
 def trained(args: argparse.Namespace) -> None:
-    """``priorkit show RUN A B --out attention.png``: a 6-token pair, then the long pair."""
+    """``priorkit show RUN A B --out attention.png``: a 10-token pair, then the long pair."""
     from transformers import AutoTokenizer
 
     from priorkit.cli import cli
