@@ -14,6 +14,12 @@ needs before the first matrix: WordNet's word look-up tables, about 80 MB of
 Python lists, are built by the first similarity call of a process); the *peak* is the high-water mark while the
 command runs (``VmHWM``, reset to the current RSS just before by writing 5 to
 ``/proc/self/clear_refs``).  The target is a peak under 200 MB above baseline.
+
+With ``--trained RUN`` (a run or model folder of the MiniLM, e.g. from
+``priorkit run pipelines/demo.yaml``) it measures ``priorkit show RUN A B --out
+attention.png`` (docs/show.md, issue 19) instead: first on a 10-token pair, whose
+peak is the reference, then on the long pair; the target is a peak under 300 MB
+above the short one's and under 30 s.
 """
 from __future__ import annotations
 
@@ -50,8 +56,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, default=512, help="tokens per side before truncation")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--max-length", type=int, default=512, help="--trained: tokens shown (the long pair is cut there)")
+    ap.add_argument("--trained", default=None, metavar="RUN", help="a trained run or model folder: measure "
+                    "`priorkit show RUN A B` against a 10-token pair")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.trained:
+        trained(args)
+        return
 
     bare = _status("VmRSS")
     from click.testing import CliRunner
@@ -94,6 +106,61 @@ def main() -> None:
         "seconds": round(seconds, 2),
         "png_pixels": list(size),
         "output_chars": len(result.output),
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _timed_show(cli, argv: list[str]) -> tuple[float, float, str]:
+    """(peak RSS MB, seconds, output) of one `priorkit show` in this process."""
+    from click.testing import CliRunner
+
+    _reset_peak()
+    t0 = time.perf_counter()
+    result = CliRunner().invoke(cli, ["show", *argv], catch_exceptions=False)
+    seconds = time.perf_counter() - t0
+    peak = _status("VmHWM")
+    if result.exit_code != 0:
+        sys.exit(f"show failed: {result.output[-2000:]}")
+    return peak, seconds, result.output
+
+
+def trained(args: argparse.Namespace) -> None:
+    """``priorkit show RUN A B --out attention.png``: a 10-token pair, then the long pair."""
+    from transformers import AutoTokenizer
+
+    from priorkit.cli import cli
+    from priorkit.inference import resolve_folder
+    from priorkit.resources import stsb_path
+
+    folder = resolve_folder(args.trained)
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    rows = [line.rstrip("\n").split("\t") for line in open(stsb_path("train"), encoding="utf-8")]
+    a = long_side(tok, [r[5] for r in rows[:400]], args.tokens)
+    b = long_side(tok, [r[6] for r in rows[400:800]], args.tokens)
+    n_tokens = len(tok(a, b, verbose=False)["input_ids"])
+    with tempfile.TemporaryDirectory() as tmp:
+        short_peak, short_seconds, _ = _timed_show(cli, [args.trained, "A man sings.", "A dog.",
+                                                         "--out", str(Path(tmp) / "short.png")])
+        png = Path(tmp) / "attention.png"
+        peak, seconds, output = _timed_show(cli, [args.trained, a, b, "--max-length", str(args.max_length), "--out", str(png)])
+        from PIL import Image
+
+        with Image.open(png) as im:
+            size = im.size
+    report = {
+        "date": _dt.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))})",
+        "run": str(folder),
+        "tokens_in_pair": n_tokens,
+        "short_peak_mb": round(short_peak, 1),
+        "short_seconds": round(short_seconds, 2),
+        "peak_mb": round(peak, 1),
+        "peak_above_short_mb": round(peak - short_peak, 1),
+        "seconds": round(seconds, 2),
+        "png_pixels": list(size),
+        "output_chars": len(output),
     }
     print(json.dumps(report, indent=2))
     if args.json:

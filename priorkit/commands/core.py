@@ -172,8 +172,7 @@ SHOW_MATRIX_TOKENS = 20
 
 
 @click.command("show")
-@click.argument("text_a")
-@click.argument("text_b", required=False)
+@click.argument("inputs", nargs=-1, required=True, metavar="[RUN_OR_MODEL] TEXT_A [TEXT_B]")
 @click.option("--tokenizer", default=None, help="Tokenizer path or Hub id (default: the embedded MiniLM).")
 @click.option("--provider", default="wordnet", help="Provider name.")
 @click.option("--param", "params", multiple=True, help="Provider parameter key=value (repeatable).")
@@ -189,13 +188,42 @@ SHOW_MATRIX_TOKENS = 20
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="Write tokens and matrix as JSON to this file ('-': standard output, no table).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write a heat-map PNG here.")
-def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, cache, max_length, top, show_all,
-                 json_out, out) -> None:
+@click.option("--layers", default=None, metavar="0,1|all",
+              help="Trained model: layers to show [default: those with the prior].")
+@click.option("--heads", default=None, metavar="0,3|all", help="Trained model: heads to show [default: all].")
+@click.pass_context
+def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache, max_length, top, show_all,
+                 json_out, out, layers, heads) -> None:
     """Print (and plot) the token-aligned prior of a sentence or a pair.
 
     Up to 20 tokens the table is the whole matrix; longer input lists the
     --top highest word pairs (the full matrix with --all or --json).
+
+    With a trained run or model folder first (priorkit show RUN_OR_MODEL TEXT_A
+    [TEXT_B]): the attention of --layers/--heads with the prior as trained and
+    switched off, a per-head summary, --out a PNG grid, --json the matrices
+    (docs/show.md).
     """
+    from .show_trained import looks_like_folder, show_trained
+
+    if len(inputs) > 3:
+        raise click.UsageError(f"got {len(inputs)} arguments; give [RUN_OR_MODEL] TEXT_A [TEXT_B]")
+    trained = len(inputs) == 3 or (len(inputs) == 2 and looks_like_folder(inputs[0]))
+    prior_only = ("tokenizer", "provider", "params", "preset", "layout", "cache", "top", "show_all")
+    given = [name for name in (prior_only if trained else ("layers", "heads"))
+             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        opts = ", ".join("--" + ("all" if g == "show_all" else "param" if g == "params" else g) for g in given)
+        raise click.UsageError(f"{opts} only appl{'y' if len(given) > 1 else 'ies'} to "
+                               + ("a prior without a model (the trained model's prior comes from its folder)"
+                                  if trained else "a trained run or model folder given first"))
+    if trained:
+        show_trained(inputs[0], inputs[1], inputs[2] if len(inputs) == 3 else None, layers=layers, heads=heads,
+                     max_length=max_length, json_out=json_out, out=out)
+        return
+    if len(inputs) == 1 and looks_like_folder(inputs[0]):
+        raise click.UsageError(f"{inputs[0]} looks like a run or model folder; give the text to show after it")
+    text_a, text_b = inputs[0], (inputs[1] if len(inputs) > 1 else None)
     from ..align import load_tokenizer
     from ..spec import PriorSpec
 

@@ -82,6 +82,13 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     for name in names:
         table.add_row(name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores])
     Console().print(table)
+    from ..pipeline.prior_usage import describe
+
+    if "prior_usage" in result.metrics:
+        click.echo(describe(result.metrics["prior_usage"]))
+    else:
+        click.echo("prior usage: not measured (this metrics.json predates it; `--steps evaluate --force` "
+                   "measures it)")
     click.echo(f"metrics: {result.spec.run_dir / 'metrics.json'}")
 
 
@@ -155,6 +162,9 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
     from ..tune import prepare, report, study as st
 
     ctx = prepare(cfg, cfg.raw, log=click.echo)
+    from ..pipeline.trackers import study_store
+
+    study_store(cfg, ctx.root)  # with train.report_to: mlflow, every trial logs into one store
     if dry_run:
         click.echo(f"tune {cfg.name}: {len(ctx.dims)} parameter(s); trials on {cfg.tune.fraction:g} of "
                    f"{len(ctx.splits['train'])} training examples, scored on a validation slice of "

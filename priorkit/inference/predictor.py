@@ -347,6 +347,15 @@ class Predictor:
             previous = w
         return {"tags": tags, "entities": entities(words, tags)}
 
+    def attention(self, text_a: Any, text_b: str | None = None, *, layers: Any = None, heads: Any = None,
+                  prior: bool = True) -> Any:
+        """The attention weights of one input (:class:`~priorkit.inference.attention_view.AttentionMaps`):
+        ``layers`` (default: those with the prior) and ``heads`` (default: all), with the prior
+        as trained or, ``prior=False``, switched off (docs/show.md)."""
+        from .attention_view import attention_maps
+
+        return attention_maps(self, text_a, text_b, layers=layers, heads=heads, prior=prior)
+
     def _warn_truncated(self, total: int) -> None:
         if not self.truncated:
             return

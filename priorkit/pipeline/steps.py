@@ -34,7 +34,7 @@ from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
 from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, configure_torch,
-                    evaluate_run, make_builder, spec_for_run, train_run)
+                    evaluate_run, load_trained, make_builder, spec_for_run, train_run)
 
 STEPS = ("precompute", "train", "evaluate", "report")
 
@@ -208,11 +208,22 @@ def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = Fals
     if skipped is not None:
         return skipped
     t0 = time.perf_counter()
-    scores = evaluate_run(spec, splits)  # the Trainer gathers every process's predictions, in order
-    return ranks.on_main(_write_metrics, spec, splits, scores, t0)
+    trained = load_trained(spec.run_dir / MODEL_DIR)
+    scores = evaluate_run(spec, splits, trained=trained)  # the Trainer gathers every process's predictions
+    usage = ranks.on_main(_prior_usage, spec, splits, trained)
+    return ranks.on_main(_write_metrics, spec, splits, scores, t0, usage)
 
 
-def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: float) -> StepOutcome:
+def _prior_usage(spec: RunSpec, splits: dict[str, Split], trained: Any) -> dict | None:
+    """Whether the model uses its prior, on a fixed sample of the reported split (prior_usage.py)."""
+    from .prior_usage import measure
+
+    split = spec.cfg.sweep.split if spec.cfg.sweep.split in splits else spec.cfg.evaluate[0]
+    return measure(trained, splits[split].examples, split)
+
+
+def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: float,
+                   usage: dict | None = None) -> StepOutcome:
     key = spec.train_key(splits["train"])
     meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META) or {}
     metrics = {
@@ -227,9 +238,13 @@ def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: fl
         "splits": {s: {"origin": splits[s].origin, "examples": len(splits[s]), "digest": splits[s].digest}
                    for s in splits},
         "metrics": scores,
+        "prior_usage": usage,
         "created": _now(),
     }
     _write_json(spec.run_dir / METRICS_FILE, metrics)
+    from .trackers import log_scores
+
+    log_scores(spec, scores, usage)  # the scores beside the training curves (train.report_to)
     from ..inference.folder import add_scores
 
     add_scores(spec.run_dir / MODEL_DIR, scores)  # into priorkit.json and the model card

@@ -38,6 +38,11 @@ class Cell:
     fraction: float
     values: list[float]
     baseline: list[float] | None = None  # the baseline's values for the same seeds (paired)
+    #: per seed, the attention-mass shift towards the prior's favoured cells (prior_usage.py)
+    shifts: list[float] = dataclasses.field(default_factory=list)
+    #: per seed, the mean learned gate / strength, and its name ("gate", "strength")
+    learned: list[float] = dataclasses.field(default_factory=list)
+    learned_name: str | None = None
 
     @property
     def n(self) -> int:
@@ -140,6 +145,11 @@ def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str
         train = m.get("train") or {}
         row["train_examples"] = train.get("examples")
         row["train_seconds"] = train.get("seconds")
+        usage = m.get("prior_usage") or {}
+        row["prior_shift"] = usage.get("shift")
+        learned = usage.get("learned") or {}
+        row["prior_learned"] = learned.get("mean")
+        row["prior_learned_name"] = learned.get("name")
         for split, scores in m.get("metrics", {}).items():
             for k, v in scores.items():
                 if k not in ("examples", "seconds"):
@@ -152,10 +162,11 @@ def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str
 def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors: Sequence[str],
               fractions: Sequence[float]) -> list[Cell]:
     """Cells per (prior, fraction), paired with the baseline's runs of the same seeds."""
-    by = {}
+    by, usage = {}, {}
     for r in rows:
         if r.get(column) is not None:
             by.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = float(r[column])
+            usage.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = r
     cells = []
     for f in fractions:
         base = by.get((baseline, f), {})
@@ -165,8 +176,13 @@ def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors
                 continue
             seeds = sorted(got)
             paired = [base[s] for s in seeds if s in base]
-            cells.append(Cell(p, f, [got[s] for s in seeds],
-                              paired if p != baseline and len(paired) == len(seeds) else None))
+            cell = Cell(p, f, [got[s] for s in seeds],
+                        paired if p != baseline and len(paired) == len(seeds) else None)
+            runs = [usage[(p, f)][s] for s in seeds]
+            cell.shifts = [float(r["prior_shift"]) for r in runs if r.get("prior_shift") is not None]
+            cell.learned = [float(r["prior_learned"]) for r in runs if r.get("prior_learned") is not None]
+            cell.learned_name = next((r.get("prior_learned_name") for r in runs if r.get("prior_learned_name")), None)
+            cells.append(cell)
     return cells
 
 
@@ -214,12 +230,23 @@ def table_rows(cfg: PipelineConfig, cells: Sequence[Cell]) -> list[list[str]]:
             f"[{_fmt(c.delta_ci95[0], True, scale)}, {_fmt(c.delta_ci95[1], True, scale)}]",
             "" if c.wins is None else f"{c.wins}/{c.n}",
             " ".join(_fmt(v, scale=scale) for v in c.values),
+            _usage(c),
         ])
     return rows
 
 
+def _usage(c: Cell) -> str:
+    """Mean attention-mass shift towards the favoured cells (and mean learned gate/strength) over seeds."""
+    if not c.shifts:
+        return ""
+    text = f"{float(np.mean(c.shifts)):+.3f}"
+    if c.learned:
+        text += f" ({c.learned_name} {float(np.mean(c.learned)):.2f})"
+    return text
+
+
 TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ", "wins",
-                "per seed"]
+                "per seed", "prior use"]
 
 
 def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
@@ -229,7 +256,9 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
         "",
         f"Baseline: `{cfg.sweep.baseline}`. Std is the sample standard deviation over seeds; Δ is the "
         "difference of means, its ± the spread of the per-seed (paired) differences and its 95% CI "
-        "Student's t over the paired differences; wins counts seeds where the setting beat the baseline.",
+        "Student's t over the paired differences; wins counts seeds where the setting beat the baseline. "
+        "Prior use: the mean shift of attention mass towards the cells the prior favours (with minus without "
+        "the prior, docs/show.md) and the mean learned gate or strength; near 0, the model ignored the prior.",
         "",
         "| " + " | ".join(TABLE_HEADER) + " |",
         "|" + "|".join("---" for _ in TABLE_HEADER) + "|",

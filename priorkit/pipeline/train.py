@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..errors import PriorkitError
-from . import ranks
+from . import ranks, trackers
 from .config import PipelineConfig, PriorConfig, config_from_dict, digest
 from .data import Split, fraction_indices
 from .tasks import Task, make_task
@@ -48,7 +48,7 @@ METRICS_FILE = "metrics.json"
 NO_PRIOR = "none"
 
 #: train-section fields that do not change what a run learns (not in its key)
-_NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads",
+_NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
                  "device", "dataloader_workers", "progress", "eval_batch_size")
 
 
@@ -296,6 +296,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
 
     tc = spec.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
+    reporting = trackers.prepare(spec) if train_rows else []  # docs/pipelines.md, "Trackers"
     args = TrainingArguments(
         output_dir=str(spec.run_dir / "checkpoints"),
         num_train_epochs=tc.epochs,
@@ -315,7 +316,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
         logging_strategy="steps",
         logging_steps=tc.logging_steps,
         eval_strategy="epoch" if eval_rows else "no",
-        report_to="none",
+        report_to=reporting or "none",
         remove_unused_columns=False,  # the raw text must reach PriorCollator
         disable_tqdm=not tc.progress,
         use_cpu=device == "cpu",
@@ -358,7 +359,8 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
     return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
                         processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
-                        compute_metrics=compute_metrics)
+                        compute_metrics=compute_metrics,
+                        callbacks=[trackers.restore_environment()] if reporting else None)
 
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:

@@ -76,6 +76,12 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("train.warmup", f"must not be negative, got {tr.warmup}")
     if tr.threads is not None and tr.threads < 1:
         raise fail("train.threads", f"must be at least 1, got {tr.threads}")
+    if tr.report_to not in ("none", ["none"], []):
+        from ..trackers import problem
+
+        why = problem(tr.report_to)
+        if why:
+            raise fail("train.report_to", why)
     pc = cfg.precompute
     for name in ("batch_size", "workers", "shard_size"):
         if getattr(pc, name) < 1:

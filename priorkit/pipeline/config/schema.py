@@ -161,6 +161,9 @@ class TrainConfig:
     progress: bool = True
     #: mixed precision on GPU ("no" on CPU).
     precision: Literal["no", "fp16", "bf16"] = "no"
+    #: trackers for the training curves and scores, by Hugging Face's names: "none",
+    #: "all", "tensorboard", "mlflow" or a list (docs/pipelines.md, "Trackers").
+    report_to: str | list[str] = "none"
 
 
 @dataclasses.dataclass
