@@ -115,22 +115,29 @@ def check_arms(cfg: PipelineConfig, raw: dict, provider_names: set[str] | None =
         if arm.prior is not None and arm.prior != "none" and not isinstance(arm.prior, dict):
             raise fail(f"{name}.prior", "expected null (no prior) or a mapping of prior fields")
         r = arm_raw(cfg, raw, name)
-        try:
-            acfg = config_from_dict(r, source=cfg.source)
+        try:  # with the arm's lines in place of the file's, an error points at the arm
+            acfg = config_from_dict(r, source=cfg.source, locations=_arm_locations(cfg, name))
         except ConfigError as exc:
-            raise ConfigError(f"{cfg.where(f'tune.arms.{name}')}: tune.arms.{name}: {_strip(str(exc))}") from None
-        acfg.locations = _arm_locations(cfg, name)
+            raise ConfigError(_in_arm(str(exc), name)) from None
         try:
             dims = sp.check_space(acfg, r, provider_names)
         except ConfigError as exc:
-            raise ConfigError(str(exc).replace("tune.space", f"tune.arms.{name}.space")) from None
+            raise ConfigError(_in_arm(str(exc), name)) from None
         out[name] = (acfg, r, dims)
     return out
 
 
-def _strip(message: str) -> str:
-    head, sep, rest = message.partition(": ")
-    return rest if sep and head.startswith("<") else message
+def _in_arm(message: str, arm: str) -> str:
+    """'FILE:LINE: prior.params: ...' -> 'FILE:LINE: tune.arms.ARM.prior.params: ...' (and
+    tune.space likewise): the field as the file spells it."""
+    where, sep, rest = message.partition(": ")
+    if not sep:
+        return message
+    for head in ("tune.space", "prior"):
+        if rest.startswith(head + ".") or rest.startswith(head + ":"):
+            field = "space" if head == "tune.space" else "prior"
+            return f"{where}: tune.arms.{arm}.{field}{rest[len(head):]}"
+    return f"{where}: tune.arms.{arm}: {rest}"
 
 
 def prepare_arms(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> dict[str, Arm]:
@@ -169,10 +176,10 @@ def grid_size(dims: list[sp.Dimension]) -> int | None:
     return None if space is None else math.prod(len(v) for v in space.values())
 
 
-def uses_grid(cfg: PipelineConfig, dims: list[sp.Dimension]) -> bool:
-    """``sampler: grid``, or automatic when the space is a finite grid the budget covers."""
+def uses_grid(cfg: PipelineConfig, dims: list[sp.Dimension], auto: bool = True) -> bool:
+    """``sampler: grid``, or (``auto``) when the space is a finite grid the budget covers."""
     size = grid_size(dims)
-    return size is not None and (cfg.tune.sampler == "grid" or cfg.tune.trials >= size)
+    return size is not None and (cfg.tune.sampler == "grid" or (auto and cfg.tune.trials >= size))
 
 
 def check_sampler(cfg: PipelineConfig, arm: str | None, dims: list[sp.Dimension]) -> None:
@@ -182,12 +189,12 @@ def check_sampler(cfg: PipelineConfig, arm: str | None, dims: list[sp.Dimension]
                           "without `when` (ranges have no grid); use tpe or random")
 
 
-def apply_sampler(study, cfg: PipelineConfig, dims: list[sp.Dimension]) -> int:
+def apply_sampler(study, cfg: PipelineConfig, dims: list[sp.Dimension], auto: bool = True) -> int:
     """Put a grid sampler on ``study`` when :func:`uses_grid`; returns the trials to run
     (the grid size when that is smaller than ``tune.trials``)."""
     import optuna
 
-    if not uses_grid(cfg, dims):
+    if not uses_grid(cfg, dims, auto):
         return cfg.tune.trials
     study.sampler = optuna.samplers.GridSampler(grid_space(dims), seed=cfg.tune.sampler_seed)
     return min(cfg.tune.trials, grid_size(dims))
