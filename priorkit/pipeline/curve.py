@@ -147,6 +147,7 @@ def plot_curve(comparisons: Sequence[Comparison], path: Path, title: str, ylabel
         ax.fill_between(xs, low, high, color=f"C{k}", alpha=0.2)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
+    ax.minorticks_off()  # only the swept fractions are labelled
     ax.set_xticks(fractions)
     ax.set_xticklabels([f"{f:g}" for f in fractions])
     ax.set_xlabel("training fraction (log)")
