@@ -35,6 +35,9 @@ class PriorProvider:
     version: ClassVar[str] = "1"
     allows_nan: ClassVar[bool] = True
     symmetric: ClassVar[bool] = False
+    #: whether a pair keeps one value only through a cache (values depend on the pairs asked
+    #: together, as with ``shuffled``); pipelines then refuse ``cache: null``
+    needs_cache: ClassVar[bool] = False
 
     #: set by the plug-in manager: the plug-in that registered this provider
     plugin: str | None = None
@@ -58,6 +61,14 @@ class PriorProvider:
                 )
 
     # ---- to implement -------------------------------------------------
+    @staticmethod
+    def check_params(params: dict[str, Any]) -> None:
+        """Raise a ``PriorkitError`` when ``params`` cannot build this provider.
+
+        Cheap and without loading data: pipelines call it while loading the file, to
+        report a missing or wrong parameter by file and line before anything trains.
+        """
+
     def load(self) -> None:
         """Load heavy resources (files, models).  Called once, on first use."""
 

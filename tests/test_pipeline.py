@@ -485,6 +485,17 @@ def test_sweep_table_plot_and_cli(tmp_path, tiny_model):
     assert "fraction" in res.output and "paper" in res.output and "results.png" in res.output
     png = (out / "results.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # the power columns: the smallest Δ two seeds detect, from the paired differences
+    from priorkit.stats import paired
+
+    d = [v - b for v, b in zip(vals, base)]
+    assert f"| {100 * paired(d).mde:.2f} |" in line and "MDE (80%)" in md
+    # two fractions: the learning curve of the paired Δ, one row per (setting, fraction)
+    curve_rows = list(csv.DictReader(open(out / "curve.csv")))
+    assert [(r["setting"], r["vs"], r["fraction"]) for r in curve_rows] == [("paper", "none", "0.5"),
+                                                                             ("paper", "none", "1.0")]
+    assert float(curve_rows[0]["mean_delta"]) == pytest.approx(statistics.mean(d))
+    assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "curve.md").exists()
     # a second sweep trains nothing: every run is skipped
     stamps = sorted(p.stat().st_mtime_ns for p in out.rglob("metrics.json"))
     res2 = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)

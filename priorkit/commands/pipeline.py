@@ -159,6 +159,18 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
     """
     cfg = _load(pipeline, overrides)
     _quiet_transformers()
+    if cfg.tune is not None and cfg.tune.arms is not None:  # one study per arm (docs/tune.md#arms)
+        from ..tune.arms_final import tune_arms
+
+        try:
+            files = tune_arms(cfg, storage=storage, study_name=study_name, trials=trials, timeout=timeout,
+                              final=not no_final, report_only=report_only, dry_run=dry_run, log=click.echo)
+        except KeyboardInterrupt:
+            click.echo("interrupted: finished trials and runs are kept; run the same command to resume", err=True)
+            raise SystemExit(130) from None
+        for kind, path in files.items():
+            click.echo(f"{kind}: {path}")
+        return
     from ..tune import prepare, report, study as st
 
     ctx = prepare(cfg, cfg.raw, log=click.echo)

@@ -7,9 +7,12 @@ setting gets the same training subset, the same seed (hence the same new head
 and batch order) and the same budget.
 
 Outputs in ``runs/<name>/``: ``results.csv`` (one row per run), ``results.md``
-(mean, sample standard deviation across seeds, delta against the baseline
-setting, and how many seeds the setting beat the baseline on) and
-``results.png`` (the metric against the fraction, error bars = std).
+(mean, sample standard deviation across seeds, the paired delta against the
+baseline setting with its spread, 95% CI and the smallest delta the seeds could
+detect, and how many seeds the setting beat the baseline on), ``results.png``
+(each seed's paired delta, the mean with its 95% CI) and, with several
+fractions, the learning curve ``curve.png`` / ``curve.md`` / ``curve.csv``
+(:mod:`priorkit.pipeline.curve`).
 """
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import ranks
+from ..stats import Paired, paired
+from . import curve, ranks
 from .config import PipelineConfig
+from .curve import Comparison
 from .data import load_data
 from .steps import Log, _silent, precompute_step, run_one
 from .train import RunSpec, configure_torch
@@ -38,6 +43,8 @@ class Cell:
     fraction: float
     values: list[float]
     baseline: list[float] | None = None  # the baseline's values for the same seeds (paired)
+    seeds: list[int] | None = None  # the seeds of ``values``
+    baseline_name: str = ""
     #: per seed, the attention-mass shift towards the prior's favoured cells (prior_usage.py)
     shifts: list[float] = dataclasses.field(default_factory=list)
     #: per seed, the mean learned gate / strength, and its name ("gate", "strength")
@@ -73,13 +80,24 @@ class Cell:
     @property
     def delta_ci95(self) -> tuple[float, float] | None:
         """95% confidence interval of the mean paired difference (Student's t over seeds)."""
-        if not self.baseline or len(self.baseline) != len(self.values) or len(self.values) < 2:
+        p = self.paired
+        if p is None or p.n < 2:
             return None
-        from scipy import stats
+        return p.ci_low, p.ci_high
 
-        d = np.asarray(self.values) - np.asarray(self.baseline)
-        half = float(stats.t.ppf(0.975, len(d) - 1) * np.std(d, ddof=1) / math.sqrt(len(d)))
-        return float(d.mean()) - half, float(d.mean()) + half
+    @property
+    def paired(self) -> Paired | None:
+        """The paired analysis of the per-seed differences (n, sd, 95% CI, MDE)."""
+        if not self.baseline or len(self.baseline) != len(self.values):
+            return None
+        return paired(np.asarray(self.values) - np.asarray(self.baseline))
+
+    def comparison(self) -> Comparison | None:
+        if not self.baseline or len(self.baseline) != len(self.values):
+            return None
+        seeds = self.seeds or list(range(len(self.values)))
+        return Comparison(self.prior, self.baseline_name or "baseline", self.fraction, seeds,
+                          [v - b for v, b in zip(self.values, self.baseline)])
 
     @property
     def wins(self) -> int | None:
@@ -177,7 +195,8 @@ def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors
             seeds = sorted(got)
             paired = [base[s] for s in seeds if s in base]
             cell = Cell(p, f, [got[s] for s in seeds],
-                        paired if p != baseline and len(paired) == len(seeds) else None)
+                        paired if p != baseline and len(paired) == len(seeds) else None,
+                        seeds, baseline)
             runs = [usage[(p, f)][s] for s in seeds]
             cell.shifts = [float(r["prior_shift"]) for r in runs if r.get("prior_shift") is not None]
             cell.learned = [float(r["prior_learned"]) for r in runs if r.get("prior_learned") is not None]
@@ -197,8 +216,20 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     write_csv(rows, files["csv"])
     files["md"].write_text(markdown_table(cfg, cells))
     if cfg.sweep.plot and cells:
-        files["png"] = plot(cfg, cells, out / PLOT_FILE)
+        png = plot(cfg, cells, out / PLOT_FILE)
+        if png is not None:
+            files["png"] = png
+        files.update(curve_files(cfg, cells, out))
     return SweepResult(cfg, rows, cells, files)
+
+
+def curve_files(cfg: PipelineConfig, cells: Sequence[Cell], folder: Path) -> dict[str, Path]:
+    """The learning curve (Δ against the fraction) when the sweep has several fractions."""
+    comps = [c for c in (cell.comparison() for cell in cells) if c is not None]
+    scale = 1.0 if cfg.task.metric == "mse" else 100.0
+    unit = "" if scale == 1.0 else " x100"
+    return curve.write_curve(comps, folder, f"{cfg.name}: Δ vs {cfg.sweep.baseline} against the training "
+                             f"fraction ({cfg.sweep.split})", f"Δ {cfg.task.metric}{unit}", scale)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -228,6 +259,7 @@ def table_rows(cfg: PipelineConfig, cells: Sequence[Cell]) -> list[list[str]]:
             "" if c.delta is None else f"{_fmt(c.delta, True, scale)} ± {_fmt(c.delta_std, scale=scale)}",
             "" if c.delta_ci95 is None else
             f"[{_fmt(c.delta_ci95[0], True, scale)}, {_fmt(c.delta_ci95[1], True, scale)}]",
+            "" if c.paired is None or c.paired.n < 2 else _fmt(c.paired.mde, scale=scale),
             "" if c.wins is None else f"{c.wins}/{c.n}",
             " ".join(_fmt(v, scale=scale) for v in c.values),
             _usage(c),
@@ -245,8 +277,8 @@ def _usage(c: Cell) -> str:
     return text
 
 
-TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ", "wins",
-                "per seed", "prior use"]
+TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ", "MDE (80%)",
+                "wins", "per seed", "prior use"]
 
 
 def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
@@ -256,7 +288,8 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
         "",
         f"Baseline: `{cfg.sweep.baseline}`. Std is the sample standard deviation over seeds; Δ is the "
         "difference of means, its ± the spread of the per-seed (paired) differences and its 95% CI "
-        "Student's t over the paired differences; wins counts seeds where the setting beat the baseline. "
+        "Student's t over the paired differences; MDE is the smallest Δ these seeds detect with 80% power "
+        "at α 0.05; wins counts seeds where the setting beat the baseline. "
         "Prior use: the mean shift of attention mass towards the cells the prior favours (with minus without "
         "the prior, docs/show.md) and the mean learned gate or strength; near 0, the model ignored the prior.",
         "",
@@ -281,39 +314,17 @@ def print_table(cfg: PipelineConfig, cells: Sequence[Cell], console: Any = None)
     (console or Console()).print(table)
 
 
-def plot(cfg: PipelineConfig, cells: Sequence[Cell], path: Path) -> Path:
-    """The metric against the training fraction, one line per prior setting, error bars = std."""
-    import matplotlib
+def plot(cfg: PipelineConfig, cells: Sequence[Cell], path: Path) -> Path | None:
+    """Each setting's paired Δ against the baseline, seed by seed (dots), with the mean and
+    its 95% CI and a zero line; None when no setting has a paired baseline.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    priors = list(dict.fromkeys(c.prior for c in cells))
-    fractions = sorted({c.fraction for c in cells})
-    log_x = len(fractions) > 1 and max(fractions) / min(fractions) >= 5
-    span = (max(fractions) - min(fractions)) or max(fractions)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    for k, p in enumerate(priors):
-        pts = sorted((c.fraction, c.mean, c.std) for c in cells if c.prior == p)
-        xs = np.array([x for x, _, _ in pts])
-        # a small horizontal offset keeps error bars of different settings apart
-        offset = (k - (len(priors) - 1) / 2) * 0.03
-        xs = xs * (10 ** offset) if log_x else xs + offset * span
-        ax.errorbar(xs, [m for _, m, _ in pts], yerr=[s for _, _, s in pts], marker="o", capsize=4,
-                    label=p, linewidth=1.5)
-    if log_x:
-        ax.set_xscale("log")
-    elif len(fractions) == 1:  # one fraction: keep the settings' points close together
-        ax.set_xlim(fractions[0] - 0.25 * span, fractions[0] + 0.25 * span)
-    ax.set_xticks(fractions)
-    ax.set_xticklabels([f"{f:g}" for f in fractions])
-    ax.set_xlabel("training fraction")
-    ax.set_ylabel(f"{cfg.task.metric} ({cfg.sweep.split})")
-    seeds = max((c.n for c in cells), default=0)
-    ax.set_title(f"{cfg.name}: mean ± std over {seeds} seed(s)")
-    ax.grid(alpha=0.3)
-    ax.legend(title="prior")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    Each arm's mean ± std would hide a paired effect: two settings whose spreads overlap
+    can still differ on every seed.
+    """
+    comps = [c for c in (cell.comparison() for cell in cells) if c is not None]
+    if not comps:
+        return None
+    scale = 1.0 if cfg.task.metric == "mse" else 100.0
+    unit = "" if scale == 1.0 else " x100"
+    return curve.plot_paired(comps, path, f"{cfg.name}: {cfg.task.metric} on {cfg.sweep.split}, "
+                             f"vs {cfg.sweep.baseline}", f"Δ {cfg.task.metric}{unit}", scale)

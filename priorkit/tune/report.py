@@ -273,5 +273,8 @@ def write_final(ctx: TuneContext, cfg: PipelineConfig, log, *, train: bool) -> A
     (root / f"{FINAL}.md").write_text(sw.markdown_table(cfg, cells))
     files = {"final_md": root / f"{FINAL}.md", "final_csv": root / f"{FINAL}.csv"}
     if cells:
-        files["final_png"] = sw.plot(cfg, cells, root / f"{FINAL}.png")
+        png = sw.plot(cfg, cells, root / f"{FINAL}.png")
+        if png is not None:
+            files["final_png"] = png
+        files.update(sw.curve_files(cfg, cells, root))
     return cfg, cells, files

@@ -432,6 +432,9 @@ def prepare(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> TuneContext:
 
     check_tune_section(cfg)
     dims = sp.check_space(cfg, raw, {e.name for e in list_providers()})
+    from .arms import check_sampler
+
+    check_sampler(cfg, None, dims)
     splits = load_data(_train_only(cfg, raw))
     pool, val = carve_validation(cfg, splits["train"])
     root = cfg.out_dir / "tune"
@@ -490,7 +493,9 @@ def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str |
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are reported by on_trial
     study = open_study(ctx.cfg, ctx.root, storage, study_name)
     _record_setup(study, ctx)
-    target = trials or ctx.tune.trials
+    from .arms import apply_sampler  # `sampler: grid` (arms import this module)
+
+    target = trials or apply_sampler(study, ctx.cfg, ctx.dims, auto=False)
     done = finished_count(study)
     if done >= target:
         ctx.log(f"study {study.study_name}: {done} finished trial(s), the budget is {target}: nothing to run")

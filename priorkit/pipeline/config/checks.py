@@ -133,6 +133,7 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
     if p.within != "all" and layout == "paper":
         raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
+    _check_provider_params(p, path, cfg)
     layers = p.attention.layers
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
@@ -146,6 +147,28 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "
                     f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
+
+
+def _check_provider_params(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
+    """The provider's own parameter check (``PriorProvider.check_params``) and its need for a
+    cache, by file and line, before anything is computed.  Unknown providers are left to
+    the step that builds them."""
+    from ...errors import PriorkitError
+    from ...plugins import list_providers
+
+    entry = next((e for e in list_providers() if e.name == p.provider), None)
+    if entry is None:
+        return
+    check = getattr(entry.factory, "check_params", None)
+    if check is not None:
+        try:
+            check(dict(p.params))
+        except PriorkitError as exc:
+            raise _fail(path + ("params",), cfg.locations, cfg.source, str(exc)) from None
+    if getattr(entry.factory, "needs_cache", False) and p.cache is None:
+        raise _fail(path + ("cache",), cfg.locations, cfg.source,
+                    f"provider {p.provider!r} gives a pair one value only through a cache; "
+                    "use cache: auto (or a path)")
 
 
 #: mappings a sweep entry replaces whole instead of merging: a provider's params, a mode's

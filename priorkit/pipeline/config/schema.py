@@ -267,6 +267,18 @@ class FinalConfig:
 
 
 @dataclasses.dataclass
+class ArmConfig:
+    """One arm of ``tune.arms``: a prior setting with its own search (docs/tune.md#arms)."""
+
+    #: null: no prior; a mapping: merged over the file's ``prior`` ({} = the file's prior).
+    prior: Any = dataclasses.field(default_factory=dict)
+    #: dotted field -> ParamSpace searched for this arm (at least one field).
+    space: dict[str, ParamSpace] = dataclasses.field(default_factory=dict)
+    #: the arm this one is the control of (e.g. a shuffled prior of ``attention``).
+    control_of: str | None = None
+
+
+@dataclasses.dataclass
 class TuneConfig:
     #: finished (complete or pruned) trials the study should hold; a resumed or
     #: parallel run stops when the study has this many.
@@ -279,11 +291,16 @@ class TuneConfig:
     #: is compared with the no-prior baseline of the same seed.
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
     validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
-    sampler: Literal["tpe", "random"] = "tpe"
+    #: "grid" tries every combination of finite choices (automatic when every field is a
+    #: choice without ``when`` and ``trials`` covers the grid).
+    sampler: Literal["tpe", "random", "grid"] = "tpe"
     sampler_seed: int = 0
     pruner: PrunerConfig = dataclasses.field(default_factory=PrunerConfig)
     #: dotted field -> ParamSpace, sampled in file order (a ``when`` refers to earlier ones).
     space: dict[str, ParamSpace] = dataclasses.field(default_factory=dict)
+    #: name -> arm: every arm gets its own study of ``trials`` trials over its own space
+    #: (replaces ``space``); the final table compares the arms' best settings.
+    arms: dict[str, ArmConfig] | None = None
     final: FinalConfig = dataclasses.field(default_factory=FinalConfig)
 
 
