@@ -91,7 +91,7 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
     prior = None
     if meta.get("prior") is not None:
         own = {**meta["config"], "prior": meta["prior"],
-               "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items() if k != "priors"}}
+               "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items() if k not in ("priors", "baseline")}}
         prior = config_from_dict(own, source=RUN_META).prior
     data = (meta.get("config") or {}).get("data") or {}
     return {
