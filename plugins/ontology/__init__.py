@@ -29,13 +29,14 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import DataFormatError, ResourceError
-from priorkit.provider import PriorProvider
+from priorkit.provider import Match, PriorProvider
 from priorkit.resources import resource_path
 
 from .. import _support
 from . import saved
 from .concept import CONCEPT_DEFAULTS, SOURCES, concept_params, relation_values, source_names, source_paths
 from .graph import IC_METHODS, MEASURES, ConceptGraph
+from .groups import concept_groups
 from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
 from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog, merge
 from .readers import HIERARCHICAL_RELS, RDF_SUFFIXES
@@ -256,6 +257,7 @@ class OntologyProvider(PriorProvider):
         self._phrase_memo: dict[str, tuple[int, ...]] = {}
         self.load_seconds: float | None = None
         self.loaded_from_cache = False
+        self._groups: tuple[list[str], list[tuple[int, ...]]] | None = None
 
     # ---- data -------------------------------------------------------------
     def _paths(self) -> list[Path]:
@@ -467,6 +469,31 @@ class OntologyProvider(PriorProvider):
             Mention(s, e, tuple(idx.data.ids[c] for c in cs), " ".join(words[s:e]))
             for s, e, cs in idx.matcher.find(words)
         ]
+
+    def _group_table(self) -> tuple[list[str], list[tuple[int, ...]]]:
+        if self._groups is None:
+            idx = self.index
+            self._groups = concept_groups(idx.data.ids, idx.graph)
+        return self._groups
+
+    def match_groups(self) -> list[str]:
+        """The top-level roots of the is-a graph, named short (``hpo``, ``mesh:C``, ``mesh:D``)."""
+        return list(self._group_table()[0])
+
+    def compute_matches(self, words: Sequence[str]) -> list[Match]:
+        """:meth:`recognise`'s mentions with their groups: a mention whose concepts lie under
+        several roots (``myocardial infarction``: HPO and MeSH C) gives one match per group,
+        same span, in ``match_groups()`` order, each with that group's concepts."""
+        names, of_concept = self._group_table()
+        ids = self._index.data.ids
+        out: list[Match] = []
+        for s, e, concepts in self._index.matcher.find(list(words)):
+            by_group: dict[int, list[str]] = {}
+            for c in concepts:
+                for g in of_concept[c]:
+                    by_group.setdefault(g, []).append(ids[c])
+            out += [Match(s, e, tuple(by_group[g]), names[g]) for g in sorted(by_group)]
+        return out
 
     def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
         """One span per recognised mention, one per other word; covers ``words`` in order."""
