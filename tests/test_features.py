@@ -425,3 +425,66 @@ def test_dictionary_baseline_scores_the_matcher(two_trees):
     assert scores["recall_Chemical"] == pytest.approx(0.5) and scores["precision_Disease"] == pytest.approx(0.5)
     flipped = dictionary_scores(two_trees, examples, {"mesh:D": "Chemical", "mesh:C": "Disease"})
     assert flipped["f1"] == pytest.approx(1.0)
+
+
+def test_tune_space_addresses_feature_fields(tmp_path):
+    from priorkit.pipeline.config import config_from_dict, load_config
+    from priorkit.tune.space import apply, dimensions
+
+    path = _pipeline(tmp_path, NER + textwrap.dedent("""\
+        prior:
+          provider: ontology
+          params: {source: hpo+mesh}
+          attention: null
+          features: {}
+        tune:
+          space:
+            prior.features.dropout: {low: 0.0, high: 0.3}
+            prior.features.gate: {choice: [token, scalar]}
+        """))
+    cfg = load_config(path)
+    dims = dimensions(cfg)
+    trial = config_from_dict(apply(cfg.raw, dims, {"prior.features.dropout": 0.25,
+                                                   "prior.features.gate": "scalar"}))
+    assert trial.prior.features.dropout == 0.25 and trial.prior.features.gate == "scalar"
+    assert trial.prior.attention is None
+
+
+def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_bert_dir, two_trees,
+                                                              one_torch_thread):
+    from priorkit.features import feature_module
+    from priorkit.pipeline.config import config_from_dict
+    from priorkit.pipeline.data import load_data
+    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.pipeline.train import load_trained
+
+    raw = {
+        "name": "tiny-features",
+        "output_dir": str(tmp_path / "runs"),
+        "model": {"name_or_path": str(tiny_bert_dir), "max_length": 48},
+        "task": {"type": "token-classification"},
+        "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 24},
+                 "eval": {"source": "bc5cdr", "split": "devel", "limit": 8}},
+        "prior": {"name": "feats", "provider": "ontology", "cache": None, "attention": None,
+                  "params": {"path": two_trees.params["path"], "cache": False},
+                  "features": {"concept_buckets": 16, "learning_rate": 1e-2}},
+        "train": {"epochs": 1, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "threads": 1,
+                  "save": "no"},
+    }
+    cfg = config_from_dict(raw)
+    result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
+    assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
+    folder = result.spec.run_dir / "model"
+    assert (folder / "priorkit-features.json").exists() and (folder / "priorkit-features.safetensors").exists()
+    trained = load_trained(result.spec.run_dir)
+    module = feature_module(trained.model)
+    assert module is not None and module.proj.weight.abs().sum() > 0  # trained away from zero
+    examples = load_data(cfg)["eval"].examples
+    want = trained.predict(examples)
+    model = priorkit.load_model(result.spec.run_dir)
+    assert model.features is not None and model.builder is None  # features only: no attention prior
+    got = model.logits([e["words"] for e in examples])
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, want[i, : len(g)])
+    records = model.predict([e["words"] for e in examples[:2]])
+    assert len(records[0]["tags"]) == len(examples[0]["words"])
