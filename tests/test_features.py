@@ -488,3 +488,23 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
         np.testing.assert_array_equal(g, want[i, : len(g)])
     records = model.predict([e["words"] for e in examples[:2]])
     assert len(records[0]["tags"]) == len(examples[0]["words"])
+
+
+def test_feature_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer):
+    from priorkit import PriorBuilder, PriorCollator
+    from priorkit.features import FeatureBuilder, FeatureCollator
+
+    prior = PriorBuilder(minilm_tokenizer, two_trees, layout="full", truncation=True, max_length=16)
+    features = FeatureBuilder(two_trees, FeatureSpec(), minilm_tokenizer, max_length=16)
+    examples = [{"words": ["Heparin", "and", "cocaine"], "labels": [1, 0, 1]},
+                {"words": ["a", "seizure", "in", "rats", "with", "heparin", "toxicity", "after", "cocaine",
+                           "use", "for", "many", "weeks", "in", "the", "spring"], "labels": [0] * 16}]
+    collate = FeatureCollator(PriorCollator(minilm_tokenizer, prior, store=True, truncation=True,
+                                            max_length=16), features)
+    for _ in range(2):  # the second epoch assembles the prior from the store
+        batch = collate(examples)
+        want = features.encode([e["words"] for e in examples])
+        assert batch["prior"].shape[1] == batch["input_ids"].shape[1] == 16
+        assert torch.equal(batch["token_features"], want["token_features"])
+        assert batch["token_features"][1].sum() > 0 and batch["labels"].shape == batch["input_ids"].shape
+    assert collate.tokenizer is minilm_tokenizer  # the Trainer reads the inner collator's attributes
