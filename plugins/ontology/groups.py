@@ -6,14 +6,20 @@ one).  Groups are named short and stable from the root's id prefix: ``HP`` is
 roots share a prefix (MeSH's trees ``MESHCAT:C`` and ``MESHCAT:D``) each name
 gets the id's local part (``mesh:C``, ``mesh:D``).  A concept belongs to every
 group whose root is one of its ancestors (itself included).
+
+:func:`subset_under` keeps the concepts under chosen roots (the ``roots`` parameter).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import numpy as np
 
+from priorkit.provider import Match
+
 from .graph import ConceptGraph
+from .model import OntologyData
 
 #: id prefixes with a conventional short name
 PREFIX_NAMES = {"hp": "hpo", "meshcat": "mesh"}
@@ -52,3 +58,38 @@ def concept_groups(ids: Sequence[str], graph: ConceptGraph) -> tuple[list[str], 
     for c, grp in pairs.tolist():
         of_concept[c].append(grp)
     return order, [tuple(x) for x in of_concept]
+
+
+def group_matches(found: Sequence[tuple[int, int, Sequence[int]]], ids: Sequence[str], names: Sequence[str],
+                  of_concept: Sequence[tuple[int, ...]]) -> list[Match]:
+    """The matcher's ``(start, end, concepts)`` mentions as matches: one per group of the
+    mention's concepts, same span, in group order, each with that group's concept ids."""
+    out: list[Match] = []
+    for s, e, concepts in found:
+        by_group: dict[int, list[str]] = {}
+        for c in concepts:
+            for g in of_concept[c]:
+                by_group.setdefault(g, []).append(ids[c])
+        out += [Match(s, e, tuple(by_group[g]), names[g]) for g in sorted(by_group)]
+    return out
+
+
+def subset_under(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
+    """Only the concepts under ``roots`` (inclusive), e.g. HPO's HP:0000118."""
+    missing = [r for r in roots if r not in data.ids and r not in data.alt_ids]
+    if missing:
+        raise ValueError(f"roots {missing} are not concepts of {data.source}")
+    root_idx = np.array([data.index(r) for r in roots])
+    rows = np.repeat(np.arange(graph.n_nodes), np.diff(graph.anc_ptr))
+    keep = np.unique(rows[np.isin(graph.anc_idx, root_idx)])
+    keep = keep[keep < len(data)]  # not the virtual root
+    renum = np.full(graph.n_nodes, -1)
+    renum[keep] = np.arange(keep.size)
+    edges = [(int(renum[c]), int(renum[p])) for c, p in data.edges if renum[c] >= 0 and renum[p] >= 0]
+    syns = [dataclasses.replace(s, concept=int(renum[s.concept])) for s in data.synonyms if renum[s.concept] >= 0]
+    stats = dict(data.stats, concepts=int(keep.size), edges=len(edges), synonyms=len(syns),
+                 outside_roots=len(data) - int(keep.size))
+    return OntologyData(
+        data.source, data.format, [data.ids[i] for i in keep], [data.names[i] for i in keep], syns,
+        edges, {a: int(renum[i]) for a, i in data.alt_ids.items() if renum[i] >= 0}, stats,
+    )
