@@ -34,7 +34,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .plugins import get_plugin_manager, get_provider, list_plugins, list_providers
-from .provider import PriorProvider
+from .provider import Match, PriorProvider
 
 __version__ = "0.1.0"
 
@@ -74,7 +74,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "PriorProvider", "hookimpl", "get_provider", "list_providers", "list_plugins",
+    "PriorProvider", "Match", "hookimpl", "get_provider", "list_providers", "list_plugins",
     "get_plugin_manager", *_LAZY, "PriorkitError", "PluginError", "UnknownProviderError",
     "ProviderOutputError", "ResourceError", "DataFormatError", "CacheError", "TokenizerError",
 ]

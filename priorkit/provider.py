@@ -8,6 +8,7 @@ faulty plug-in is caught at its boundary with its name in the error.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from typing import Any, ClassVar, Sequence
@@ -16,6 +17,18 @@ import numpy as np
 
 from .checksums import json_sha256
 from .errors import ProviderOutputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """A concept mention a provider recognised: words ``[start, end)`` of the input word
+    list name ``concept_ids``, which belong to the semantic ``group`` (one of the
+    provider's :meth:`PriorProvider.match_groups`, e.g. ``"mesh:C"``)."""
+
+    start: int
+    end: int
+    concept_ids: tuple[str, ...]
+    group: str
 
 
 class PriorProvider:
@@ -29,6 +42,9 @@ class PriorProvider:
     - ``allows_nan``: whether NaN ("no knowledge") may appear in the output
     - ``symmetric``: whether sim(a, b) == sim(b, a); the cache then stores each
       unordered pair once
+
+    ``supports_matches`` is set for a subclass that implements ``compute_matches``
+    (concept mentions with spans and groups, for token features; docs/plugins.md).
     """
 
     name: ClassVar[str] = "provider"
@@ -38,6 +54,9 @@ class PriorProvider:
     #: whether a pair keeps one value only through a cache (values depend on the pairs asked
     #: together, as with ``shuffled``); pipelines then refuse ``cache: null``
     needs_cache: ClassVar[bool] = False
+    #: whether ``matches(words)`` works: set automatically for a class that defines
+    #: ``compute_matches``
+    supports_matches: ClassVar[bool] = False
 
     #: set by the plug-in manager: the plug-in that registered this provider
     plugin: str | None = None
@@ -53,12 +72,15 @@ class PriorProvider:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for final, hook in (("similarity", "compute"), ("pair_similarity", "compute_pairs")):
+        finals = (("similarity", "compute"), ("pair_similarity", "compute_pairs"), ("matches", "compute_matches"))
+        for final, hook in finals:
             if final in cls.__dict__:
                 raise TypeError(
                     f"{cls.__qualname__} overrides PriorProvider.{final}; implement "
-                    f"{hook}(left, right) instead so that inputs and outputs are validated"
+                    f"{hook}(...) instead so that inputs and outputs are validated"
                 )
+        if "compute_matches" in cls.__dict__:
+            cls.supports_matches = True
 
     # ---- to implement -------------------------------------------------
     @staticmethod
@@ -102,6 +124,19 @@ class PriorProvider:
         and tokens inside one span get similarity 1 with each other.
         """
         return [(i, i + 1) for i in range(len(words))]
+
+    def compute_matches(self, words: Sequence[str]) -> list[Match]:
+        """Concept mentions in ``words`` as :class:`Match` objects, sorted by start.
+
+        Spans lie in ``[0, len(words)]``, do not overlap, and a span repeats only for
+        a mention whose concepts fall in several groups (one match per group).
+        Implement it together with :meth:`match_groups`; :meth:`matches` validates.
+        """
+        raise NotImplementedError
+
+    def match_groups(self) -> list[str]:
+        """Every group ``compute_matches`` can emit, in a fixed order (the feature width)."""
+        return []
 
     def data_checksum(self) -> str:
         """A checksum of the data files the values depend on ('' if none)."""
@@ -184,14 +219,67 @@ class PriorProvider:
         out = validate_output(self.compute_pairs(uleft, uright), (len(first),), self)
         return out[inverse]
 
+    def matches(self, words: Sequence[str]) -> list[Match]:
+        """Concept mentions in ``words`` (a list of words), validated; see :meth:`compute_matches`."""
+        if not self.supports_matches:
+            raise ProviderOutputError(
+                f"{_who(self)} has no concept matches (it does not implement compute_matches); "
+                "use a provider that does, e.g. ontology"
+            )
+        words = _as_words(words, "words", self)
+        if not words:
+            return []
+        self.ensure_loaded()
+        return validate_matches(self.compute_matches(words), len(words), self)
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"<{type(self).__name__} {self.name}({params})>"
 
 
+def _who(provider: PriorProvider) -> str:
+    return f"provider {provider.name!r}" + (f" (plug-in {provider.plugin!r})" if provider.plugin else "")
+
+
+def validate_matches(out: Any, n_words: int, provider: PriorProvider) -> list[Match]:
+    """Check ``compute_matches`` output for ``n_words`` words; raises naming the culprit."""
+    who = _who(provider)
+    if not isinstance(out, (list, tuple)):
+        raise ProviderOutputError(f"{who} returned {type(out).__name__} from compute_matches; "
+                                  "expected a list of priorkit.Match")
+    groups = set(provider.match_groups())
+    previous: Match | None = None
+    for k, m in enumerate(out):
+        if not isinstance(m, Match):
+            raise ProviderOutputError(f"{who}: compute_matches item {k} is {type(m).__name__}, "
+                                      "not a priorkit.Match(start, end, concept_ids, group)")
+        if (not all(isinstance(x, int) and not isinstance(x, bool) for x in (m.start, m.end))
+                or not 0 <= m.start < m.end <= n_words):
+            raise ProviderOutputError(f"{who}: match {k} spans words [{m.start!r}, {m.end!r}) of "
+                                      f"{n_words}; a span needs 0 <= start < end <= len(words)")
+        if not isinstance(m.concept_ids, tuple) or not all(isinstance(c, str) for c in m.concept_ids):
+            raise ProviderOutputError(f"{who}: match {k} has concept_ids {m.concept_ids!r}; "
+                                      "give a tuple of str")
+        if m.group not in groups:
+            raise ProviderOutputError(f"{who}: match {k} has group {m.group!r}, which match_groups() "
+                                      f"does not list ({sorted(groups)}); list every group it emits")
+        if previous is not None:
+            same = (m.start, m.end) == (previous.start, previous.end)
+            if same and m.group == previous.group:
+                raise ProviderOutputError(f"{who}: matches {k - 1} and {k} repeat span [{m.start}, "
+                                          f"{m.end}) with the same group {m.group!r}; merge them")
+            if not same and m.start < previous.end:
+                order = "not sorted" if m.start < previous.start else "overlapping"
+                raise ProviderOutputError(
+                    f"{who}: matches {k - 1} [{previous.start}, {previous.end}) and {k} [{m.start}, "
+                    f"{m.end}) are {order}; return non-overlapping spans sorted by start")
+        previous = m
+    return list(out)
+
+
 def validate_output(out: Any, shape: tuple[int, int], provider: PriorProvider) -> np.ndarray:
     """Check a provider's raw output; return it as float32.  Raises with the culprit named."""
-    who = f"provider {provider.name!r}" + (f" (plug-in {provider.plugin!r})" if provider.plugin else "")
+    who = _who(provider)
     if not isinstance(out, np.ndarray):
         raise ProviderOutputError(
             f"{who} returned {type(out).__name__}, expected a numpy.ndarray of shape {shape}; "

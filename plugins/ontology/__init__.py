@@ -18,7 +18,6 @@ See docs/providers/ontology.md for formats, normalisation and formulas.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import warnings
@@ -29,13 +28,14 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import DataFormatError, ResourceError
-from priorkit.provider import PriorProvider
+from priorkit.provider import Match, PriorProvider
 from priorkit.resources import resource_path
 
 from .. import _support
 from . import saved
 from .concept import CONCEPT_DEFAULTS, SOURCES, concept_params, relation_values, source_names, source_paths
 from .graph import IC_METHODS, MEASURES, ConceptGraph
+from .groups import concept_groups, group_matches, subset_under
 from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
 from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog, merge
 from .readers import HIERARCHICAL_RELS, RDF_SUFFIXES
@@ -145,27 +145,6 @@ def load_ontology(
             log.emit()
 
 
-def _subset(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
-    """Only the concepts under ``roots`` (inclusive), e.g. HPO's HP:0000118."""
-    missing = [r for r in roots if r not in data.ids and r not in data.alt_ids]
-    if missing:
-        raise ValueError(f"roots {missing} are not concepts of {data.source}")
-    root_idx = np.array([data.index(r) for r in roots])
-    rows = np.repeat(np.arange(graph.n_nodes), np.diff(graph.anc_ptr))
-    keep = np.unique(rows[np.isin(graph.anc_idx, root_idx)])
-    keep = keep[keep < len(data)]  # not the virtual root
-    renum = np.full(graph.n_nodes, -1)
-    renum[keep] = np.arange(keep.size)
-    edges = [(int(renum[c]), int(renum[p])) for c, p in data.edges if renum[c] >= 0 and renum[p] >= 0]
-    syns = [dataclasses.replace(s, concept=int(renum[s.concept])) for s in data.synonyms if renum[s.concept] >= 0]
-    stats = dict(data.stats, concepts=int(keep.size), edges=len(edges), synonyms=len(syns),
-                 outside_roots=len(data) - int(keep.size))
-    return OntologyData(
-        data.source, data.format, [data.ids[i] for i in keep], [data.names[i] for i in keep], syns,
-        edges, {a: int(renum[i]) for a, i in data.alt_ids.items() if renum[i] >= 0}, stats,
-    )
-
-
 # ---- the provider -------------------------------------------------------------
 class OntologyProvider(PriorProvider):
     """Concept similarity over an is-a ontology (OBO, OWL/RDF, UMLS RRF); HPO by default.
@@ -256,6 +235,7 @@ class OntologyProvider(PriorProvider):
         self._phrase_memo: dict[str, tuple[int, ...]] = {}
         self.load_seconds: float | None = None
         self.loaded_from_cache = False
+        self._groups: tuple[list[str], list[tuple[int, ...]]] | None = None
 
     # ---- data -------------------------------------------------------------
     def _paths(self) -> list[Path]:
@@ -334,7 +314,7 @@ class OntologyProvider(PriorProvider):
         notes = [str(w.message) for w in caught if issubclass(w.category, OntologyFormatWarning)]
         graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
         if p["roots"]:
-            data = _subset(data, graph, p["roots"])
+            data = subset_under(data, graph, p["roots"])
             graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
         stop = DEFAULT_STOP_WORDS if p["stop_words"] is None else p["stop_words"]
         matcher = ConceptMatcher(fold_plurals=p["fold_plurals"], stop_words=stop)
@@ -467,6 +447,23 @@ class OntologyProvider(PriorProvider):
             Mention(s, e, tuple(idx.data.ids[c] for c in cs), " ".join(words[s:e]))
             for s, e, cs in idx.matcher.find(words)
         ]
+
+    def _group_table(self) -> tuple[list[str], list[tuple[int, ...]]]:
+        if self._groups is None:
+            idx = self.index
+            self._groups = concept_groups(idx.data.ids, idx.graph)
+        return self._groups
+
+    def match_groups(self) -> list[str]:
+        """The top-level roots of the is-a graph, named short (``hpo``, ``mesh:C``, ``mesh:D``)."""
+        return list(self._group_table()[0])
+
+    def compute_matches(self, words: Sequence[str]) -> list[Match]:
+        """:meth:`recognise`'s mentions with their groups: a mention whose concepts lie under
+        several roots (``myocardial infarction``: HPO and MeSH C) gives one match per group,
+        same span, in ``match_groups()`` order, each with that group's concepts."""
+        names, of_concept = self._group_table()
+        return group_matches(self._index.matcher.find(list(words)), self._index.data.ids, names, of_concept)
 
     def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
         """One span per recognised mention, one per other word; covers ``words`` in order."""

@@ -51,6 +51,11 @@ def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(module, query, key, value, attention_mask, *args, prior=None, **kwargs):
         if prior is not None:
             raise PriorNotEnabledError(message(module))
+        if kwargs.get("token_features") is not None:  # priorkit.features takes it out when attached
+            raise PriorNotEnabledError(
+                "model(..., token_features=F) on a model without token features: they would be "
+                "ignored. Call priorkit.features.attach_features(model, ...) first (or load the "
+                "model with priorkit.load_model), or leave token_features out of the batch")
         return base(module, query, key, value, attention_mask, *args, **kwargs)
 
     setattr(guarded, _WRAPPED, base)

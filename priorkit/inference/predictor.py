@@ -102,9 +102,12 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
         enable_prior_attention(model)  # the saved settings and learnt gates
     ml = _max_length(max_length, info.get("max_length"), tokenizer, model)
     builder = builder_from_info(info.get("prior"), tokenizer, ml, use_cache=use_cache, where=model_dir)
+    from ..features import restore_features
+
+    features = restore_features(model, model_dir, tokenizer, ml)  # token features and their weights
     return Predictor(model, tokenizer, builder, task_type=task["type"], labels=task.get("labels"),
                      label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
-                     max_length=ml, info=info, folder=model_dir, device=device)
+                     max_length=ml, info=info, folder=model_dir, device=device, features=features)
 
 
 def _from_run_meta(model_dir: Path, *, device, use_cache, max_length) -> "Predictor":
@@ -123,7 +126,7 @@ def _from_run_meta(model_dir: Path, *, device, use_cache, max_length) -> "Predic
     return Predictor(trained.model, trained.tokenizer, trained.builder, task_type=trained.task.type,
                      labels=trained.task.labels, label_scale=float(trained.cfg.task.label_scale), inputs=kind,
                      max_length=ml, info={"task": meta.get("task"), "prior": meta.get("prior")},
-                     folder=model_dir, device=device)
+                     folder=model_dir, device=device, features=trained.features)
 
 
 def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: Any) -> int:
@@ -142,8 +145,8 @@ def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: A
 
 def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, use_cache: bool = True,
                       where: Any = "") -> Any:
-    """The PriorBuilder described by priorkit.json's ``prior`` (None: no prior)."""
-    if prior is None:
+    """The PriorBuilder described by priorkit.json's ``prior`` (None: no prior, or no attention prior)."""
+    if prior is None or ("attention" in prior and prior["attention"] is None):
         return None
     from ..align import PriorBuilder
     from ..plugins import get_provider
@@ -204,10 +207,11 @@ class Predictor:
 
     def __init__(self, model: Any, tokenizer: Any, builder: Any, *, task_type: str, labels: list | None,
                  label_scale: float, inputs: str, max_length: int, info: dict, folder: Path,
-                 device: str | None = None) -> None:
+                 device: str | None = None, features: Any = None) -> None:
         import torch
 
         self.model, self.tokenizer, self.builder = model, tokenizer, builder
+        self.features = features  # FeatureBuilder of the model's token features (None: none)
         self.task_type, self.labels, self.label_scale = task_type, labels, label_scale
         self.inputs, self.max_length, self.info, self.folder = inputs, max_length, info, folder
         self.device = torch.device(device) if device else next(model.parameters()).device
@@ -298,6 +302,8 @@ class Predictor:
             else:
                 enc = self.tokenizer(a, b, is_split_into_words=words, padding=True, return_tensors="pt", **kw)
             batch = {k: v.to(self.device) for k, v in enc.items()}
+            if self.features is not None:
+                batch.update({k: v.to(self.device) for k, v in self.features.batch_tensors(a, enc).items()})
             with torch.no_grad():
                 logits = self.model(**batch).logits.float().cpu().numpy()
             yield start, enc, logits

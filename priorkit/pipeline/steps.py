@@ -73,8 +73,9 @@ def precompute_step(cfg: PipelineConfig, name: str, prior: PriorConfig | None, s
 def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, splits: dict[str, Split], *,
                 force: bool, log: Log) -> StepOutcome:
     path = cache_path(cfg, prior)
-    if prior is None or path is None:
-        return StepOutcome("precompute", "n/a", detail="no prior" if prior is None else "prior.cache is null")
+    if prior is None or path is None or prior.attention is None:
+        detail = "no prior" if prior is None else "prior.cache is null" if path is None else "no attention prior"
+        return StepOutcome("precompute", "n/a", detail=detail)
     from transformers import AutoTokenizer
 
     from ..cache import PriorCache

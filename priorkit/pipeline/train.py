@@ -105,6 +105,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     d.pop("cache", None)
     if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
         d.pop("train", None)
+    if d.get("features") is None:  # absent before token features existed: old keys hold
+        d.pop("features", None)
     if d.get("within") == "all":  # the default, absent before `within` existed: old keys hold
         d.pop("within", None)
     return d
@@ -185,8 +187,8 @@ def make_provider(prior: PriorConfig):
 
 
 def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
-    """The :class:`PriorBuilder` of a prior setting (None for no prior)."""
-    if prior is None:
+    """The :class:`PriorBuilder` of a prior setting (None for no prior or no attention prior)."""
+    if prior is None or prior.attention is None:
         return None
     path = cache_path(cfg, prior) if use_cache else None
     cache = str(path) if path is not None and path.exists() else None
@@ -194,7 +196,7 @@ def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any,
 
 
 def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
-    if prior is None:
+    if prior is None or prior.attention is None:
         return model
     from ..attention import enable_prior_attention
 
@@ -293,6 +295,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     from ..attention import supervision_loss
+    from ..features.pipeline import param_group as feature_param_group
 
     tc = spec.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
@@ -326,7 +329,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
     )
     lengths = (_token_lengths(collator.tokenizer, train_rows, spec.cfg.model.max_length)
                if tc.group_by_length and train_rows else None)
-    gate_lr = spec.prior.attention.learning_rate if spec.prior is not None else None
+    gate_lr = spec.prior.attention.learning_rate if spec.prior is not None and spec.prior.attention else None
 
     class PriorTrainer(Trainer):
         """Length-grouped batches from token counts (the rows hold raw text, not ids); the
@@ -344,6 +347,7 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
             optimizer = super().create_optimizer(model)
             if gate_lr is not None:
                 gate_param_group(optimizer, model if model is not None else self.model, gate_lr)
+            feature_param_group(optimizer, model if model is not None else self.model, spec.prior)
             return optimizer
 
         def _get_train_sampler(self, train_dataset=None):
@@ -423,6 +427,8 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
     """
     from transformers import AutoTokenizer, set_seed
 
+    from ..features.pipeline import features_for_run, wrap_collator
+
     cfg = spec.cfg
     device = configure_torch(cfg)
     train = splits["train"]
@@ -435,8 +441,9 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = task.load_model(source)
     enable_prior(model, spec.prior)
+    features = features_for_run(spec.prior, model, tokenizer, cfg.model.max_length)
     builder = make_builder(cfg, spec.prior, tokenizer)
-    collator = make_collator(cfg, tokenizer, builder)
+    collator = wrap_collator(make_collator(cfg, tokenizer, builder), features)
     eval_rows = compute_metrics = None
     if eval_each_epoch is not None:
         scored = splits[eval_each_epoch].examples
@@ -465,7 +472,7 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         "threads": torch.get_num_threads(),
         "world_size": int(trainer.args.world_size),
     }
-    _save_model(spec, trainer, tokenizer, task, summary, inputs=_input_kind(train, task))
+    _save_model(spec, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), features=features)
 
     history = trainer.state.log_history
 
@@ -494,7 +501,7 @@ def _input_kind(train: Split, task: Task) -> str:
 
 
 def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict,
-                inputs: str = "pairs") -> None:
+                inputs: str = "pairs", features: Any = None) -> None:
     """Write ``model/`` atomically: a half-written model never looks finished.
 
     Every process calls it: ``trainer.save_model`` writes on the main process
@@ -515,6 +522,9 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
         from ..inference.folder import write_model_files
 
         write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
+        from ..features import save_features
+
+        save_features(trainer.model, features, tmp)  # priorkit-features.json/.safetensors (none: no-op)
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
 
@@ -550,9 +560,12 @@ class TrainedModel:
     cfg: PipelineConfig
     prior: PriorConfig | None
     meta: dict[str, Any]
+    features: Any = None  # FeatureBuilder of the restored token features
 
     def collator(self):
-        return make_collator(self.cfg, self.tokenizer, self.builder)
+        from ..features.pipeline import wrap_collator
+
+        return wrap_collator(make_collator(self.cfg, self.tokenizer, self.builder), self.features)
 
     @torch.no_grad()
     def predict(self, examples: Sequence[dict], batch_size: int = 64) -> np.ndarray:
@@ -609,8 +622,11 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
         from ..attention import enable_prior_attention
 
         enable_prior_attention(model)  # no arguments: the saved settings (and gates) come back
+    from ..features import restore_features
+
+    features = restore_features(model, model_dir, tokenizer, cfg.model.max_length)
     builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
-    return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta)
+    return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta, features)
 
 
 def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tuple[np.ndarray, Any]:

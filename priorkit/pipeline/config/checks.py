@@ -134,7 +134,11 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     if p.within != "all" and layout == "paper":
         raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
     _check_provider_params(p, path, cfg)
-    layers = p.attention.layers
+    from ...features.pipeline import config_problems
+
+    for field, msg in config_problems(p, cfg.task.type)[:1]:
+        raise _fail(path + field, loc, src, msg)
+    layers = p.attention.layers if p.attention is not None else "all"
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
                     f"expected non-negative layer indices or 'all', got {layers!r}")
@@ -142,7 +146,7 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         if "fraction" in p.train or "seed" in p.train:
             raise _fail(path + ("train",), loc, src, "fraction and seed are set by the run or sweep, not per prior")
         _convert({**dataclasses.asdict(cfg.train), **p.train}, TrainConfig, path + ("train",), loc, src)
-    lr = p.attention.learning_rate
+    lr = p.attention.learning_rate if p.attention is not None else None
     if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 import yaml
 
+from ...features.spec import FeatureSpec
 from .loader import _convert, _where
 
 if TYPE_CHECKING:
@@ -109,7 +110,11 @@ class PriorConfig:
     #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
-    attention: AttentionConfig = dataclasses.field(default_factory=AttentionConfig)
+    #: null: no attention prior (a features-only setting).
+    attention: AttentionConfig | None = dataclasses.field(default_factory=AttentionConfig)
+    #: token features from the provider's concept matches (token classification only;
+    #: docs/features.md); null: none.
+    features: FeatureSpec | None = None
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)

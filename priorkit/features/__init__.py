@@ -1,0 +1,31 @@
+"""Knowledge as token features: a provider's concept matches as B/I tags per group (and
+optionally hashed concept ids), added to the input embeddings through a
+zero-initialised, gated projection (docs/features.md).
+
+Names load on first use (PEP 562), so ``FeatureSpec`` (plain data, used by the
+pipeline schema) comes without torch.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .spec import FeatureSpec
+
+_LAZY = {
+    "FeatureBuilder": "builder", "concept_bucket": "builder", "check_provider": "builder",
+    "FeatureCollator": "collate",
+    "random_spans": "control",
+    "attach_for": "folder", "read_spec": "folder", "restore_features": "folder", "save_features": "folder",
+    "TokenFeatureInput": "model", "attach_features": "model", "detach_features": "model",
+    "feature_module": "model", "feature_param_group": "model", "feature_parameters": "model",
+    "dictionary_scores": "baseline", "group_entities": "baseline",
+}
+
+__all__ = ["FeatureSpec", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

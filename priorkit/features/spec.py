@@ -1,0 +1,74 @@
+"""What token features a model gets, as plain data (the ``prior.features`` section).
+
+Torch-free, so the pipeline schema can use :class:`FeatureSpec` as a section type
+and a model folder can store it as JSON.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+CONTROLS = ("random-spans",)
+GATES = ("token", "scalar")
+
+
+@dataclasses.dataclass
+class FeatureSpec:
+    #: provider of the concept matches; null: the prior's own provider (and params).
+    provider: str | None = None
+    #: the provider's parameters; null: the prior's params when the provider is the prior's, else {}.
+    params: dict[str, Any] | None = None
+    #: groups that get B/I features, in this order; null: every group the provider emits.
+    groups: list[str] | None = None
+    #: > 0: a hashed concept-id embedding with this many buckets added to the features; 0: off.
+    concept_buckets: int = 0
+    #: training only: probability that a token's features are all dropped (word-level feature dropout).
+    dropout: float = 0.1
+    #: "token": a sigmoid gate per token computed from its embedding (GEMNET-style); "scalar": one
+    #: learnable gate for all tokens.
+    gate: Literal["token", "scalar"] = "token"
+    #: the gate's initial logit (0: sigmoid 0.5); the projection starts at zero either way.
+    gate_init: float = 0.0
+    #: null, or "random-spans": the control arm -- each sentence's matches (same count, lengths,
+    #: groups) placed on random word spans, drawn from ``seed`` and the sentence.
+    control: Literal["random-spans"] | None = None
+    seed: int = 0
+    #: the feature parameters' own learning rate (null: train.learning_rate).
+    learning_rate: float | None = None
+
+    def resolved(self, provider: str, params: dict[str, Any] | None) -> "FeatureSpec":
+        """This spec with ``provider``/``params`` filled in from the prior's (when null)."""
+        if self.provider is None:
+            return dataclasses.replace(self, provider=provider,
+                                       params=dict(params or {}) if self.params is None else self.params)
+        return dataclasses.replace(self, params={} if self.params is None else self.params)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FeatureSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            from ..errors import PriorkitError
+
+            raise PriorkitError(f"token features: unknown field(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for values out of range; empty when the spec is usable."""
+        out = []
+        if isinstance(self.concept_buckets, bool) or self.concept_buckets < 0:
+            out.append(("concept_buckets", f"must be a whole number >= 0 (0: off), got {self.concept_buckets!r}"))
+        if not 0.0 <= self.dropout < 1.0:
+            out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
+        if self.gate not in GATES:
+            out.append(("gate", f"must be one of {', '.join(GATES)}, got {self.gate!r}"))
+        if self.control is not None and self.control not in CONTROLS:
+            out.append(("control", f"must be null or one of {', '.join(CONTROLS)}, got {self.control!r}"))
+        if self.learning_rate is not None and self.learning_rate <= 0:
+            out.append(("learning_rate", f"must be positive, got {self.learning_rate!r}"))
+        if self.groups is not None and not self.groups:
+            out.append(("groups", "is empty; list at least one group or leave it null (all)"))
+        return out
