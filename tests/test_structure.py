@@ -1,0 +1,129 @@
+"""The package's shape: no import circles, no module over 500 lines, and
+docs/architecture.md's module table equal to the package tree."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"priorkit": ROOT / "priorkit", "priorkit_plugins": ROOT / "plugins"}
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    """dotted module name -> file, for priorkit/ and plugins/ (installed as priorkit_plugins)."""
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, at any level (module, class or function
+    body, under TYPE_CHECKING too: a circle there is still a circle in the design)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, path.name == "__init__.py", node)
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            for target in targets:
+                # the longest known module the name is or lies in ("from .x import y": x.y or x)
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _is_parent(a: str, b: str) -> bool:
+    return b.startswith(a + ".")
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    # a package's __init__ importing its submodules is how packages work (pkg -> pkg.sub is
+    # kept); a submodule reading a name of an enclosing package (``from .. import __version__``)
+    # is not counted, or every package with re-exports would be one circle
+    edges = {m: {t for t in ts if not _is_parent(t, m)} for m, ts in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    cycles = find_cycles(import_graph())
+    assert cycles == [], "modules importing each other (at any level):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_sees_a_function_level_circle(tmp_path):
+    graph = {"priorkit.a": {"priorkit.b"}, "priorkit.b": {"priorkit.a"}, "priorkit.c": {"priorkit.a"}}
+    assert find_cycles(graph) == [["priorkit.a", "priorkit.b"]]
+    src = "def f():\n    from .b import x\n"
+    tree = ast.parse(src)
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
+    assert _resolve("priorkit.a", False, node) == "priorkit.b"
+
+
+def test_inference_does_not_import_the_pipeline():
+    graph = import_graph()
+    bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("priorkit.inference")
+                 for t in ts if t.startswith("priorkit.pipeline"))
+    assert bad == []
+
+
+def test_no_module_over_500_lines():
+    long = sorted(f"{p.relative_to(ROOT)}: {n}" for p in _modules().values()
+                  if (n := len(p.read_text().splitlines())) > MAX_LINES)
+    assert long == []
