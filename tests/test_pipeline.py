@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml
+from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml, prior_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -88,7 +88,7 @@ def test_config_defaults_overrides_and_round_trip(tmp_path):
     assert cfg.train.fraction == 0.25 and cfg.train.epochs == 2.0
     assert cfg.sweep.seeds == [3]  # a scalar becomes a one-item list
     assert cfg.task.metric == "spearman"  # the task's default main metric
-    settings = cfg.prior_settings()
+    settings = prior_settings(cfg)
     assert list(settings) == ["none", "paper", "bias"]
     assert settings["none"] is None
     assert settings["paper"].preset == "paper" and settings["paper"].attention.mode == "multiply"
@@ -173,7 +173,7 @@ def test_override_errors_name_the_override(tmp_path):
 @pytest.mark.parametrize("path", PIPELINES, ids=[p.stem for p in PIPELINES])
 def test_shipped_pipelines_are_valid(path):
     cfg = load_config(path)
-    settings = cfg.prior_settings()
+    settings = prior_settings(cfg)
     assert cfg.sweep.baseline in settings and settings[cfg.sweep.baseline] is None
     assert cfg.prior is not None and cfg.data.eval is not None
 
@@ -183,7 +183,7 @@ def test_shipped_pipeline_set_is_complete():
     assert {"demo", "stsb-wordnet", "stsb-conceptnet", "stsb-embedding", "bc5cdr-ontology",
             "bc5cdr-wordnet"} <= names
     demo = load_config(ROOT / "pipelines" / "demo.yaml")
-    assert len(demo.sweep.seeds) == 2 and set(demo.prior_settings()) == {"none", "paper"}
+    assert len(demo.sweep.seeds) == 2 and set(prior_settings(demo)) == {"none", "paper"}
     paper = load_config(ROOT / "pipelines" / "stsb-wordnet.yaml").prior
     assert paper.preset == "paper" and paper.attention.layers == [0] and paper.attention.mode == "multiply"
     onto = load_config(ROOT / "pipelines" / "bc5cdr-ontology.yaml")

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import ranks
-from .config import PipelineConfig
+from .config import PipelineConfig, for_fraction, prior_settings
 from .data import load_data
 from .steps import Log, _silent, precompute_step, run_one
 from .train import RunSpec, configure_torch
@@ -93,8 +93,8 @@ class SweepResult:
 
 def grid(cfg: PipelineConfig) -> list[RunSpec]:
     """All runs of the sweep, fraction-major so early results are comparable across settings."""
-    settings = cfg.prior_settings()
-    return [RunSpec(cfg.for_fraction(fraction, prior), name, prior, fraction, seed)
+    settings = prior_settings(cfg)
+    return [RunSpec(for_fraction(cfg, fraction, prior), name, prior, fraction, seed)
             for fraction in cfg.sweep.fractions
             for seed in cfg.sweep.seeds
             for name, prior in settings.items()]
@@ -110,7 +110,7 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
     if not ranks.is_main():
         log = _silent
     splits = load_data(cfg)
-    settings = cfg.prior_settings()
+    settings = prior_settings(cfg)
     specs = grid(cfg)
     log(f"sweep {cfg.name}: {len(cfg.sweep.fractions)} fraction(s) x {len(cfg.sweep.seeds)} seed(s) x "
         f"{len(settings)} prior setting(s) = {len(specs)} runs; data "
@@ -175,7 +175,7 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     out.mkdir(parents=True, exist_ok=True)
     metric = cfg.task.metric
     column = f"{cfg.sweep.split}_{metric}"
-    priors = list(cfg.prior_settings())
+    priors = list(prior_settings(cfg))
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
     write_csv(rows, files["csv"])

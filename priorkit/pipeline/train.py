@@ -35,7 +35,7 @@ import torch
 
 from ..errors import PriorkitError
 from . import ranks
-from .config import PipelineConfig, PriorConfig, config_from_dict, digest
+from .config import PipelineConfig, PriorConfig, config_from_dict, digest, for_fraction, prior_settings
 from .data import Split, fraction_indices
 from .tasks import Task, make_task
 
@@ -116,13 +116,13 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
         prior = cfg.prior
         name = (prior.name or "prior") if prior is not None else NO_PRIOR
     else:
-        settings = cfg.prior_settings()
+        settings = prior_settings(cfg)
         if prior_name not in settings:
             raise PriorkitError(
                 f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
             )
         prior, name = settings[prior_name], prior_name
-    return RunSpec(cfg.for_fraction(cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
+    return RunSpec(for_fraction(cfg, cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
 
 
 # ---------------------------------------------------------------------------

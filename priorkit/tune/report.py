@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ..pipeline.config import PipelineConfig, config_from_dict
+from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
 from . import space as sp
 from .study import TuneContext, TuneError, params_digest
 
@@ -260,14 +260,14 @@ def write_final(ctx: TuneContext, cfg: PipelineConfig, log, *, train: bool) -> A
     specs = sw.grid(cfg)
     if train:
         splits = load_data(cfg)
-        for name, prior in cfg.prior_settings().items():
+        for name, prior in prior_settings(cfg).items():
             precompute_step(cfg, name, prior, splits, log=lambda m: None)
         for i, spec in enumerate(specs, start=1):
             log(f"final run {i}/{len(specs)}: {spec.label}")
             run_one(spec, splits, log=log)
     rows = sw.collect_rows(cfg, specs)
     column = f"{cfg.sweep.split}_{cfg.task.metric}"
-    cells = sw.aggregate(rows, column, cfg.sweep.baseline, list(cfg.prior_settings()), cfg.sweep.fractions)
+    cells = sw.aggregate(rows, column, cfg.sweep.baseline, list(prior_settings(cfg)), cfg.sweep.fractions)
     root = ctx.root
     sw.write_csv(rows, root / f"{FINAL}.csv")
     (root / f"{FINAL}.md").write_text(sw.markdown_table(cfg, cells))

@@ -157,6 +157,21 @@ def _deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
+def prior_settings(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:
+    """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
+    return resolve_sweep_priors(cfg)
+
+
+def for_fraction(cfg: PipelineConfig, fraction: float, prior: PriorConfig | None = None) -> PipelineConfig:
+    """``cfg`` with ``sweep.per_fraction``'s train fields for ``fraction`` applied, then the
+    prior setting's own ``train`` fields."""
+    update = {**_per_fraction_entry(cfg, fraction), **(prior.train if prior is not None else {})}
+    if not update:
+        return cfg
+    train = _convert({**dataclasses.asdict(cfg.train), **update}, TrainConfig, ("train",), cfg.locations, cfg.source)
+    return dataclasses.replace(cfg, train=train)
+
+
 def resolve_sweep_priors(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:
     """``sweep.priors`` -> {name: PriorConfig or None}; entries are merged over ``prior``."""
     base = dataclasses.asdict(cfg.prior) if cfg.prior is not None else None

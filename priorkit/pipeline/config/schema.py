@@ -4,7 +4,8 @@ A pipeline file describes one job (model, task, data, prior, precompute,
 training, sweep grid, tune study).  The schema *is* the dataclasses below: a
 field's type hint and default are what the loader (:mod:`.loader`) checks and
 fills in, so docs/pipelines.md, the validator and the code that reads the
-config cannot drift apart.  Rules across fields are in :mod:`.checks`.
+config cannot drift apart.  Rules across fields, and what follows from them (the sweep's
+prior settings, a fraction's train fields), are in :mod:`.checks`.
 """
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from .loader import _convert, _where
 
 if TYPE_CHECKING:
     from ...spec import PriorSpec
-
-TASK_TYPES = ("regression", "pair-classification", "token-classification")
 
 
 @dataclasses.dataclass
@@ -330,21 +329,3 @@ class PipelineConfig:
     def where(self, path: str) -> str:
         """``file:line`` of a dotted field, or the file when unknown."""
         return _where(self.locations, tuple(path.split(".")), self.source)
-
-    def prior_settings(self) -> dict[str, PriorConfig | None]:
-        """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
-        from .checks import resolve_sweep_priors
-
-        return resolve_sweep_priors(self)
-
-    def for_fraction(self, fraction: float, prior: "PriorConfig | None" = None) -> "PipelineConfig":
-        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied,
-        then the prior setting's own ``train`` fields."""
-        from .checks import _per_fraction_entry
-
-        update = {**_per_fraction_entry(self, fraction), **(prior.train if prior is not None else {})}
-        if not update:
-            return self
-        train = _convert({**dataclasses.asdict(self.train), **update}, TrainConfig, ("train",),
-                         self.locations, self.source)
-        return dataclasses.replace(self, train=train)
