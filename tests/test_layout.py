@@ -84,7 +84,7 @@ class Ones(PriorProvider):
     def compute(self, left, right):
         return np.ones((len(left), len(right)), np.float32)
 
-words = PriorSpec(preset="paper").build_words(Ones())
+words = WordKeys.from_spec(PriorSpec(preset="paper"), Ones())
 assert type(words) is WordKeys
 pairs, n = collect_pairs([("A man plays.", "The woman sings!")], words)
 assert n == 1 and pairs == [("man", "woman"), ("man", "sings"), ("plays", "woman"), ("plays", "sings")], pairs

@@ -53,6 +53,11 @@ def import_graph() -> dict[str, set[str]]:
                     target = target.rpartition(".")[0]
                 if target and target != name:
                     graph[name].add(target)
+                # importing pkg.sub runs pkg/__init__.py first (unless pkg encloses the importer)
+                parent = target.rpartition(".")[0]
+                while parent and parent in modules and not name.startswith(parent + "."):
+                    graph[name].add(parent)
+                    parent = parent.rpartition(".")[0]
     return graph
 
 

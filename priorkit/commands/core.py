@@ -196,7 +196,7 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     Up to 20 tokens the table is the whole matrix; longer input lists the
     --top highest word pairs (the full matrix with --all or --json).
     """
-    from ..align import load_tokenizer
+    from ..align import PriorBuilder, load_tokenizer
     from ..spec import PriorSpec
 
     tok = load_tokenizer(tokenizer_source(tokenizer))
@@ -209,7 +209,7 @@ def show_command(text_a, text_b, tokenizer, provider, params, preset, layout, ca
     spec = PriorSpec(provider=provider, params=parsed, preset=None if preset == "none" else preset,
                      layout=layout or "full")
     prov = provider_option(spec.build_provider)
-    builder = spec.build_builder(tok, provider=prov, cache=cache, truncation=True, max_length=limit)
+    builder = PriorBuilder.from_spec(spec, tok, provider=prov, cache=cache, truncation=True, max_length=limit)
     full = len(tok(text_a, text_b, truncation=False, verbose=False)["input_ids"])
     if full > limit:
         why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"

@@ -105,8 +105,10 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     d.pop("cache", None)
     if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
         d.pop("train", None)
-    if d.get("within") == "all":  # the default, absent before `within` existed: old keys hold
-        d.pop("within", None)
+    # the defaults of fields added later are left out, so older runs' keys hold
+    for field, default in (("within", "all"), ("stop_words", None), ("stop_value", 0.0)):
+        if d.get(field) == default:
+            d.pop(field, None)
     return d
 
 
@@ -190,7 +192,10 @@ def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any,
         return None
     path = cache_path(cfg, prior) if use_cache else None
     cache = str(path) if path is not None and path.exists() else None
-    return prior.spec().build_builder(tokenizer, cache=cache, truncation=True, max_length=cfg.model.max_length)
+    from ..align import PriorBuilder
+
+    return PriorBuilder.from_spec(prior.spec(), tokenizer, cache=cache, truncation=True,
+                                  max_length=cfg.model.max_length)
 
 
 def enable_prior(model: Any, prior: PriorConfig | None) -> Any:

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 from typing import Any
 
+from ...spec import PriorSpecError
 from .loader import ConfigError, _convert, _fail
 from .schema import PipelineConfig, PriorConfig, TrainConfig
 
@@ -118,15 +119,11 @@ def _per_fraction_entry(cfg: PipelineConfig, fraction: float) -> dict[str, Any]:
 
 def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     loc, src = cfg.locations, cfg.source
-    layout = "paper" if p.preset == "paper" else p.layout
-    if layout == "paper" and cfg.task.type == "token-classification":
-        where = path + (("preset",) if p.preset == "paper" else ("layout",))
-        raise _fail(where, loc, src, "the paper layout needs sentence pairs; token classification "
-                    "works on single sentences: use layout: full (and no preset)")
-    if not 0.0 <= p.neutral <= 1.0 and layout == "paper":
-        raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
-    if p.within != "all" and layout == "paper":
-        raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
+    if cfg.task.type == "token-classification":  # single sentences: PriorSpec says what takes them
+        try:
+            p.check_single_texts()
+        except PriorSpecError as exc:
+            raise _fail(path + (exc.field,), loc, src, str(exc)) from None
     layers = p.attention.layers
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,

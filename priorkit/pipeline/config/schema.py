@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Union
 
 import yaml
 
+from ...spec import PriorSpec, spec_of
 from .loader import _convert, _where
-
-if TYPE_CHECKING:
-    from ...spec import PriorSpec
 
 
 @dataclasses.dataclass
@@ -90,21 +88,16 @@ class AttentionConfig:
 
 
 @dataclasses.dataclass
-class PriorConfig:
+class PriorConfig(PriorSpec):
+    """A pipeline's prior setting: a :class:`~priorkit.spec.PriorSpec` (provider, params,
+    preset, layout, keys, neutral, stop_words, stop_value, within: what is built, with its
+    rules) plus the fields only a pipeline has."""
+
+    #: a registered provider name; a pipeline's prior defaults to wordnet (whose default
+    #: measure is the paper's xia2021).
+    provider: str | None = "wordnet"
     #: label used in folders, tables and plots (defaults to the sweep key or "prior").
     name: str | None = None
-    #: "paper": PriorBuilder.paper (xia2021 WordNet unless ``provider`` is given);
-    #: null: PriorBuilder(provider, layout, neutral, keys).
-    preset: Literal["paper"] | None = None
-    provider: str = "wordnet"
-    params: dict[str, Any] = dataclasses.field(default_factory=dict)
-    layout: Literal["paper", "full"] = "full"
-    neutral: float = 1.0
-    keys: Literal["strip", "paper"] = "strip"
-    #: full layout, cells between tokens of one word or phrase: "all" = 1 for every word;
-    #: "known" = the provider's value of the phrase with itself (e.g. a recognised concept
-    #: mention), other words' pieces get ``neutral``.
-    within: Literal["all", "known"] = "all"
     #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
@@ -113,12 +106,9 @@ class PriorConfig:
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def spec(self) -> "PriorSpec":
-        """What this setting builds (provider, parameters, preset, layout, keys, neutral)."""
-        from ...spec import PriorSpec
-
-        return PriorSpec(provider=self.provider, params=self.params, preset=self.preset, layout=self.layout,
-                         keys=self.keys, neutral=self.neutral, within=self.within)
+    def spec(self) -> PriorSpec:
+        """What this setting builds, as a plain :class:`PriorSpec` (priorkit.json stores it)."""
+        return spec_of(self)
 
 
 @dataclasses.dataclass
