@@ -132,11 +132,31 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         if "fraction" in p.train or "seed" in p.train:
             raise _fail(path + ("train",), loc, src, "fraction and seed are set by the run or sweep, not per prior")
         _convert({**dataclasses.asdict(cfg.train), **p.train}, TrainConfig, path + ("train",), loc, src)
+    mode = _attention_mode(p, path, cfg)
     lr = p.attention.learning_rate
-    if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
+    if lr is not None and (mode.learnable is None or lr <= 0):
+        from ...attention import MODES
+
+        learnable = " or ".join(name for name, m in MODES.items() if m.learnable)
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "
-                    f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
+                    f"mode: {learnable} (got {lr!r} with mode: {p.attention.mode})")
+
+
+def _attention_mode(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> Any:
+    """The registered mode of ``attention.mode``, its options checked by the mode itself."""
+    from ...attention import MODES, PriorAttentionConfigError  # the registry (imports torch)
+
+    loc, src = cfg.locations, cfg.source
+    mode = MODES.get(p.attention.mode)
+    if mode is None:
+        raise _fail(path + ("attention", "mode"), loc, src,
+                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(MODES)}")
+    try:
+        mode.settle(p.attention.options)
+    except PriorAttentionConfigError as exc:
+        raise _fail(path + ("attention", "options"), loc, src, str(exc)) from None
+    return mode
 
 
 #: mappings a sweep entry replaces whole instead of merging: a provider's params, a mode's

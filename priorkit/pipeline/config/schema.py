@@ -75,11 +75,13 @@ class DataConfig:
 class AttentionConfig:
     #: layer indices, or "all".
     layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
-    mode: Literal["multiply", "bias", "gate", "learned_bias", "supervise"] = "multiply"
+    #: a registered attention mode (priorkit.attention.MODES): multiply, bias, gate,
+    #: learned_bias, supervise, or one registered by your code.
+    mode: str = "multiply"
     #: head indices that get the prior; null = all heads.
     heads: list[int] | None = None
-    #: extra keyword arguments of the mode (bias: lam, eps; gate: init;
-    #: learned_bias: init, eps; supervise: weight, power).
+    #: the mode's options (bias: lam, eps; gate: init; learned_bias: init, eps;
+    #: supervise: weight, power), checked by the mode.
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
     #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
