@@ -116,7 +116,7 @@ class PriorkitPluginManager:
             self.pm.unregister(plugin)
             self._broken(name, version, source,
                          f"plug-in {name!r} ({source}) implements {', '.join(unknown)}, which priorkit "
-                         f"does not define (a typo?). Known hooks: {', '.join(_spec_names())}")
+                         f"does not define (a typo?). Known hooks: {', '.join(_hook_names())}")
             return False
         self._info[name] = PluginInfo(name, version, source, sorted(h.name for h in callers))
         return True
@@ -318,7 +318,7 @@ def add_plugin_dirs(folders: Iterable[str | os.PathLike]) -> None:
         os.environ["PRIORKIT_PLUGINS_DIR"] = os.pathsep.join([*new, *current])
 
 
-def _spec_names() -> list[str]:
+def _hook_names() -> list[str]:
     return sorted(n for n in dir(hookspecs) if n.startswith("register_"))
 
 

@@ -43,7 +43,7 @@ def train(tmp: Path, model: Path, body: str) -> Path:
                     + "train: {epochs: 1, learning_rate: 1.0e-3, batch_size: 8, progress: false, threads: 1, "
                       "logging_steps: 100, save: 'no'}\n")
     result = run_pipeline(load_config(str(path), ()), log=lambda m: None)
-    return result.spec.run_dir
+    return result.plan.run_dir
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ The model in ``model/`` carries its prior-attention settings in config.json
 :func:`load_trained` gives back a model that behaves exactly as in training.
 
 The module is over 500 lines because training, saving, reloading and scoring
-one run share the run folder's layout, :class:`RunSpec` and the prior wiring
+one run share the run folder's layout, :class:`RunPlan` and the prior wiring
 (builder, collator, attention); split apart, each half would import the other.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ _NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "loggin
 # identity of a run
 # ---------------------------------------------------------------------------
 @dataclasses.dataclass
-class RunSpec:
+class RunPlan:
     """One cell of a sweep: which prior setting, which fraction, which seed."""
 
     cfg: PipelineConfig
@@ -112,7 +112,7 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     return d
 
 
-def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
+def plan_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunPlan:
     """The single run ``priorkit run`` does: ``train.fraction``, ``train.seed`` and a prior."""
     if prior_name is None:
         prior = cfg.prior
@@ -124,7 +124,7 @@ def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
                 f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
             )
         prior, name = settings[prior_name], prior_name
-    return RunSpec(for_fraction(cfg, cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
+    return RunPlan(for_fraction(cfg, cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
 
 
 # ---------------------------------------------------------------------------
@@ -286,7 +286,7 @@ def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> lis
     return [len(ids) for ids in enc["input_ids"]]
 
 
-def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, device: str,
+def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, device: str,
                  train_rows: Sequence[dict] | None = None, eval_rows: Sequence[dict] | None = None,
                  compute_metrics: Any = None):
     """A ``Trainer`` configured from the pipeline's ``train`` section.
@@ -299,10 +299,10 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
 
     from ..attention import supervision_loss
 
-    tc = spec.cfg.train
+    tc = plan.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
     args = TrainingArguments(
-        output_dir=str(spec.run_dir / "checkpoints"),
+        output_dir=str(plan.run_dir / "checkpoints"),
         num_train_epochs=tc.epochs,
         max_steps=tc.max_steps,
         learning_rate=tc.learning_rate,
@@ -312,8 +312,8 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
         warmup_steps=warmup,
         weight_decay=tc.weight_decay,
         max_grad_norm=tc.max_grad_norm,
-        seed=spec.seed,
-        data_seed=spec.seed,
+        seed=plan.seed,
+        data_seed=plan.seed,
         save_strategy=tc.save,
         save_steps=tc.save_steps,
         save_total_limit=1,  # the newest checkpoint is all a resume needs
@@ -328,9 +328,9 @@ def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, devic
         fp16=tc.precision == "fp16" and device == "cuda",
         bf16=tc.precision == "bf16" and device == "cuda",
     )
-    lengths = (_token_lengths(collator.tokenizer, train_rows, spec.cfg.model.max_length)
+    lengths = (_token_lengths(collator.tokenizer, train_rows, plan.cfg.model.max_length)
                if tc.group_by_length and train_rows else None)
-    gate_lr = spec.prior.attention.learning_rate if spec.prior is not None else None
+    gate_lr = plan.prior.attention.learning_rate if plan.prior is not None else None
 
     class PriorTrainer(Trainer):
         """Length-grouped batches from token counts (the rows hold raw text, not ids); the
@@ -414,7 +414,7 @@ def last_checkpoint(run_dir: Path) -> Path | None:
     return max(ckpts, key=lambda p: int(p.name.split("-")[-1]))
 
 
-def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
+def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
               callbacks: Sequence[Any] = (), eval_each_epoch: str | None = None) -> dict[str, Any]:
     """Fine-tune one run and save ``model/``; returns a training summary.
 
@@ -426,19 +426,19 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
     """
     from transformers import AutoTokenizer, set_seed
 
-    cfg = spec.cfg
+    cfg = plan.cfg
     device = configure_torch(cfg)
     train = splits["train"]
     task = fit_task(cfg, train)
-    rows = [task.encode(train.examples[i]) for i in spec.train_indices(len(train))]
-    key = spec.train_key(train)
+    rows = [task.encode(train.examples[i]) for i in plan.train_indices(len(train))]
+    key = plan.train_key(train)
     source = model_source(cfg)
 
-    set_seed(spec.seed)  # the new head's initial weights depend on it: same for every prior setting
+    set_seed(plan.seed)  # the new head's initial weights depend on it: same for every prior setting
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = task.load_model(source)
-    enable_prior(model, spec.prior)
-    builder = make_builder(cfg, spec.prior, tokenizer)
+    enable_prior(model, plan.prior)
+    builder = make_builder(cfg, plan.prior, tokenizer)
     collator = make_collator(cfg, tokenizer, builder)
     eval_rows = compute_metrics = None
     if eval_each_epoch is not None:
@@ -448,11 +448,11 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         def compute_metrics(pred: Any) -> dict[str, float]:
             return task.score(pred.predictions, pred.label_ids, scored)
 
-    trainer = make_trainer(spec, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
+    trainer = make_trainer(plan, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
     for callback in callbacks:
         trainer.add_callback(callback)
 
-    checkpoint = last_checkpoint(spec.run_dir) if resume else None
+    checkpoint = last_checkpoint(plan.run_dir) if resume else None
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = time.perf_counter() - t0
@@ -468,14 +468,14 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         "threads": torch.get_num_threads(),
         "world_size": int(trainer.args.world_size),
     }
-    _save_model(spec, trainer, tokenizer, task, summary, inputs=_input_kind(train, task))
+    _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task))
 
     history = trainer.state.log_history
 
     def write_log() -> None:
-        (spec.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
+        (plan.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
         if not cfg.train.keep_checkpoints:
-            shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
+            shutil.rmtree(plan.run_dir / "checkpoints", ignore_errors=True)
 
     ranks.on_main(write_log)
     del trainer, model
@@ -496,7 +496,7 @@ def _input_kind(train: Split, task: Task) -> str:
     return input_kind(train.examples[0] if train.examples else None, task.type)
 
 
-def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict,
+def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary: dict,
                 inputs: str = "pairs") -> None:
     """Write ``model/`` atomically: a half-written model never looks finished.
 
@@ -504,17 +504,17 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
     only (under FSDP/DeepSpeed all processes must take part in gathering the
     weights); the rest is the main process's, and the others wait for it.
     """
-    final = spec.run_dir / MODEL_DIR
-    tmp = spec.run_dir / (MODEL_DIR + ".partial")
+    final = plan.run_dir / MODEL_DIR
+    tmp = plan.run_dir / (MODEL_DIR + ".partial")
     ranks.on_main(shutil.rmtree, tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
 
     def finish() -> None:
         tokenizer.save_pretrained(str(tmp))
-        meta = run_metadata(spec, task)
+        meta = run_metadata(plan, task)
         meta["train"] = summary
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
-        (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
+        (tmp / "priorkit-pipeline.yaml").write_text(plan.cfg.to_yaml())
         from ..inference.folder import write_model_files
 
         write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
@@ -524,21 +524,21 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
     ranks.on_main(finish)
 
 
-def run_metadata(spec: RunSpec, task: Task) -> dict[str, Any]:
-    path = cache_path(spec.cfg, spec.prior)
+def run_metadata(plan: RunPlan, task: Task) -> dict[str, Any]:
+    path = cache_path(plan.cfg, plan.prior)
     return {
         "format": 1,
-        "pipeline": spec.cfg.name,
-        "prior_name": spec.prior_name,
-        "prior": dataclasses.asdict(spec.prior) if spec.prior is not None else None,
+        "pipeline": plan.cfg.name,
+        "prior_name": plan.prior_name,
+        "prior": dataclasses.asdict(plan.prior) if plan.prior is not None else None,
         "cache": str(path.resolve()) if path is not None else None,
-        "fraction": spec.fraction,
-        "seed": spec.seed,
-        "task": dataclasses.asdict(spec.cfg.task),
+        "fraction": plan.fraction,
+        "seed": plan.seed,
+        "task": dataclasses.asdict(plan.cfg.task),
         "labels": task.labels,
-        "model_source": spec.cfg.model.name_or_path,
-        "max_length": spec.cfg.model.max_length,
-        "config": spec.cfg.to_dict(),
+        "model_source": plan.cfg.model.name_or_path,
+        "max_length": plan.cfg.model.max_length,
+        "config": plan.cfg.to_dict(),
     }
 
 
@@ -615,15 +615,15 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta)
 
 
-def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedModel | None = None
+def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedModel | None = None
                  ) -> dict[str, dict[str, float]]:
     """Score the run's saved model on every split in ``evaluate``."""
-    device = configure_torch(spec.cfg)
-    trained = trained or load_trained(spec.run_dir / MODEL_DIR)
+    device = configure_torch(plan.cfg)
+    trained = trained or load_trained(plan.run_dir / MODEL_DIR)
     collator = trained.collator()
-    trainer = make_trainer(spec, trained.model, trained.tokenizer, collator, device)
+    trainer = make_trainer(plan, trained.model, trained.tokenizer, collator, device)
     out: dict[str, dict[str, float]] = {}
-    for name in spec.cfg.evaluate:
+    for name in plan.cfg.evaluate:
         split = splits[name]
         rows = [trained.task.encode(e) for e in split.examples]
         t0 = time.perf_counter()
@@ -634,7 +634,7 @@ def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedMod
         out[name] = metrics
     del trainer
     _release_memory()
-    ckpt_dir = spec.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
+    ckpt_dir = plan.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
 
     def tidy() -> None:
         if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):

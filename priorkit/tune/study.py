@@ -176,12 +176,12 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
     replays its scores through ``report`` (so the pruner sees the same curve).
     """
     from ..pipeline.steps import precompute_step
-    from ..pipeline.train import RunSpec, spec_for_run, train_run
+    from ..pipeline.train import RunPlan, plan_for_run, train_run
 
-    spec: RunSpec = spec_for_run(cfg)
-    spec = dataclasses.replace(spec, prior_name=name)
-    key = spec.train_key(ctx.splits["train"])
-    result_file = spec.run_dir / RESULT_FILE
+    plan: RunPlan = plan_for_run(cfg)
+    plan = dataclasses.replace(plan, prior_name=name)
+    key = plan.train_key(ctx.splits["train"])
+    result_file = plan.run_dir / RESULT_FILE
     cached = _read(result_file)
     if cached and cached.get("train_key") == key and cached.get("eval") == ctx.splits["eval"].digest:
         for epoch, value in enumerate(cached["scores"], start=1):
@@ -189,16 +189,16 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
                 return {**cached, "pruned": True, "cached": True}
         if not cached.get("pruned"):
             return {**cached, "cached": True}
-    if spec.prior is not None:
-        precompute_step(cfg, name, spec.prior, ctx.splits, log=lambda m: None)
+    if plan.prior is not None:
+        precompute_step(cfg, name, plan.prior, ctx.splits, log=lambda m: None)
     collect = EpochScores(ctx.metric, report)
     t0 = time.perf_counter()
-    spec.run_dir.mkdir(parents=True, exist_ok=True)
-    train_run(spec, ctx.splits, resume=False, callbacks=[collect.callback], eval_each_epoch="eval")
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    train_run(plan, ctx.splits, resume=False, callbacks=[collect.callback], eval_each_epoch="eval")
     out = {"train_key": key, "eval": ctx.splits["eval"].digest, "scores": collect.scores,
            "pruned": collect.stopped, "seconds": round(time.perf_counter() - t0, 1), "seed": seed}
     _write(result_file, out)
-    _drop_model(spec.run_dir)
+    _drop_model(plan.run_dir)
     return out
 
 
