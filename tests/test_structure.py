@@ -132,3 +132,39 @@ def test_no_module_over_500_lines():
     long = sorted(f"{p.relative_to(ROOT)}: {n}" for p in _modules().values()
                   if (n := len(p.read_text().splitlines())) > MAX_LINES)
     assert long == []
+
+
+def _table_paths() -> list[str]:
+    """The paths named in the first column of docs/architecture.md's module table."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text.split("## Modules", 1)[1].split("\n## ", 1)[0]
+    out = []
+    for row in table.splitlines():
+        if not row.startswith("| `"):
+            continue
+        first = row.split("|")[1]
+        names = re.findall(r"`([^`]+)`", first)
+        folder = names[0].rsplit("/", 1)[0] + "/" if "/" in names[0] else ""
+        out += [names[0]] + [n if "/" in n else folder + n for n in names[1:]]
+    return out
+
+
+def test_the_architecture_table_is_the_package_tree():
+    """Every module of priorkit/ is in docs/architecture.md's module table (by its file or by
+    its package folder), and every path the table names exists."""
+    named = _table_paths()
+    missing_paths = [n for n in named if not list(ROOT.glob(n.rstrip("/")))]
+    assert missing_paths == [], f"docs/architecture.md names paths that do not exist: {missing_paths}"
+    folders = tuple(n for n in named if n.endswith("/"))
+    unlisted = []
+    for path in sorted((ROOT / "priorkit").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.name in ("__init__.py", "__main__.py") and rel.count("/") == 1:
+            continue  # the package itself
+        if rel in named or rel.startswith(folders):
+            continue
+        package = rel[:-len("__init__.py")]
+        if path.name == "__init__.py" and any(n.startswith(package) for n in named):
+            continue  # a package whose modules are listed one by one
+        unlisted.append(rel)
+    assert unlisted == [], f"modules missing from docs/architecture.md's module table: {unlisted}"
