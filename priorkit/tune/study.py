@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import PriorkitError
 from ..jsonfile import read_json, write_json
-from ..pipeline.config import PipelineConfig, config_from_dict, digest
+from ..pipeline.config import PipelineConfig, check_tune_section, config_from_dict, digest
 from ..pipeline.data import Split, load_data
 from ..pipeline.tasks import is_better
 from . import space as sp
@@ -445,40 +445,6 @@ def _train_only(cfg: PipelineConfig, raw: dict) -> PipelineConfig:
     r["data"] = {"train": copy.deepcopy(raw["data"]["train"]), "eval": copy.deepcopy(raw["data"]["train"])}
     r["evaluate"] = ["eval"]
     return config_from_dict(r, source=cfg.source)
-
-
-def check_tune_section(cfg: PipelineConfig) -> None:
-    """Budget and study fields, named by file and line."""
-    tc = cfg.tune
-    if tc is None:
-        raise TuneError(f"{cfg.source}: no `tune` section; add one (docs/tune.md) to use priorkit tune")
-
-    def fail(field: str, msg: str) -> TuneError:
-        return TuneError(f"{cfg.where('tune.' + field)}: tune.{field}: {msg}")
-
-    if tc.trials < 1:
-        raise fail("trials", f"must be at least 1, got {tc.trials}")
-    if tc.timeout is not None and tc.timeout <= 0:
-        raise fail("timeout", f"must be positive seconds, got {tc.timeout:g}")
-    if not 0.0 < tc.fraction <= 1.0:
-        raise fail("fraction", f"must lie in (0, 1], got {tc.fraction:g}")
-    if not tc.seeds:
-        raise fail("seeds", "give at least one seed")
-    if tc.validation.size <= 0:
-        raise fail("validation.size", f"must be a positive count or share, got {tc.validation.size:g}")
-    if tc.pruner.startup_trials < 0 or tc.pruner.warmup_epochs < 0:
-        raise fail("pruner", "startup_trials and warmup_epochs must not be negative")
-    if tc.pruner.type == "threshold" and tc.pruner.lower is None and tc.pruner.upper is None:
-        raise fail("pruner", "a threshold pruner needs lower or upper")
-    if not tc.final.seeds:
-        raise fail("final.seeds", "give at least one seed")
-    for i, f in enumerate(tc.final.fractions or []):
-        if not 0.0 < f <= 1.0:
-            raise fail(f"final.fractions.{i}", f"fractions must lie in (0, 1], got {f:g}")
-    if tc.final.split == "test" and cfg.data.test is None:
-        raise fail("final.split", "is test but data.test is not set")
-    if tc.final.split == "eval" and cfg.data.eval is None:
-        raise fail("final.split", "is eval but data.eval is not set")
 
 
 def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str | None = None,

@@ -6,7 +6,8 @@
   type hint and default are what the loader checks and fills in, so
   docs/pipelines.md, the validator and the code that reads the config cannot
   drift apart;
-- :mod:`.checks`: the domain rules across fields.
+- :mod:`.checks`: the domain rules across fields; :mod:`.tune_checks`: the ``tune``
+  section's (``priorkit tune`` checks them first).
 
 ``from priorkit.pipeline.config import X`` works for every name of the three.
 """
@@ -23,6 +24,7 @@ from .loader import (ConfigError, _convert, _describe, _fail, _where, apply_over
 from .schema import (AttentionConfig, DataConfig, DataSource, FinalConfig, ModelConfig,  # noqa: F401
                      ParamSpace, PipelineConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
                      TaskConfig, TrainConfig, TuneConfig, ValidationConfig)
+from .tune_checks import check_tune_section  # noqa: F401
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> PipelineConfig:
