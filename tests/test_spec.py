@@ -80,9 +80,9 @@ def test_bad_specs_name_the_culprit():
 
 
 def test_dask_workers_rebuild_the_provider_from_its_spec():
-    from priorkit.precompute.dask_worker import build_provider, provider_spec
+    from priorkit.precompute.dask_worker import build_provider, provider_recipe
 
     provider = priorkit.get_provider("wordnet", measure="wup")
-    spec = provider_spec(provider)
-    assert spec.prior == PriorSpec(provider="wordnet", params=provider.params)
-    assert build_provider(spec).fingerprint == provider.fingerprint
+    recipe = provider_recipe(provider)
+    assert recipe.prior == PriorSpec(provider="wordnet", params=provider.params)
+    assert build_provider(recipe).fingerprint == provider.fingerprint
