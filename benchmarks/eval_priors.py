@@ -43,7 +43,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import priorkit  # noqa: E402
 from priorkit.prior_eval import (  # noqa: E402
     correlations,
-    provider_from_spec,
+    provider_from_arg,
     read_word_pairs,
     result_from_values,
     results_markdown,
@@ -62,16 +62,16 @@ EMBEDDING = "embedding"
 WORDNET_MEASURES = ["path", "wup", "lin", "lch", "res", "jcn"]
 
 
-def single_spec_to_child(spec: str) -> str | dict:
+def single_arg_to_child(spec: str) -> str | dict:
     """'wordnet:measure=jcn' -> {'name': 'wordnet', 'measure': 'jcn'} for a combine spec."""
-    from priorkit.prior_eval import parse_provider_spec
+    from priorkit.prior_eval import parse_provider_arg
 
-    name, params = parse_provider_spec(spec)
+    name, params = parse_provider_arg(spec)
     return {"name": name, **params} if params else name
 
 
-def combine_spec(members: list[str], how: str, weights: list[float] | None) -> str:
-    children = json.dumps([single_spec_to_child(m) for m in members], separators=(",", ":"))
+def combine_arg(members: list[str], how: str, weights: list[float] | None) -> str:
+    children = json.dumps([single_arg_to_child(m) for m in members], separators=(",", ":"))
     spec = f"combine:providers={children},how={how}"
     if weights is not None:
         spec += f",weights={json.dumps(weights, separators=(',', ':'))}"
@@ -82,7 +82,7 @@ def throughput(spec: str, provider, sets, tmp: Path) -> dict:
     """pairs/s uncached (fresh instance), warm (same instance again), DuckDB-cached."""
     from priorkit.cache import CachedProvider, PriorCache, nan_equal
 
-    fresh = provider_from_spec(spec)
+    fresh = provider_from_arg(spec)
     fresh.ensure_loaded()
     n = sum(len(p) for p in sets)
     out: dict[str, float] = {}
@@ -135,7 +135,7 @@ def main() -> None:
     results, values, timing = [], {}, {}
     tmp = Path(tempfile.mkdtemp(prefix="eval-priors-"))
     for spec in singles:
-        provider = provider_from_spec(spec)
+        provider = provider_from_arg(spec)
         t0 = time.perf_counter()
         provider.ensure_loaded()
         load_s = time.perf_counter() - t0
@@ -215,11 +215,11 @@ def main() -> None:
     print("\n".join(search_lines[-4:]), file=sys.stderr)
 
     # ---- 3. the chosen combinations, end to end -----------------------------
-    chosen = [combine_spec(best[1], best[2], best[3])]
+    chosen = [combine_arg(best[1], best[2], best[3])]
     if best_equal is not best:
-        chosen.append(combine_spec(best_equal[1], best_equal[2], best_equal[3]))
+        chosen.append(combine_arg(best_equal[1], best_equal[2], best_equal[3]))
     for spec in chosen:
-        provider = provider_from_spec(spec)
+        provider = provider_from_arg(spec)
         t0 = time.perf_counter()
         provider.ensure_loaded()
         load_s = time.perf_counter() - t0

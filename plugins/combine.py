@@ -33,10 +33,10 @@ from priorkit.provider import PriorProvider
 
 HOWS = ("max", "mean", "weighted", "first-known")
 
-ChildSpec = Any  # PriorProvider | str | tuple[str, dict] | dict
+ChildEntry = Any  # PriorProvider | str | tuple[str, dict] | dict
 
 
-def resolve_provider(spec: ChildSpec, position: int | None = None) -> PriorProvider:
+def resolve_provider(spec: ChildEntry, position: int | None = None) -> PriorProvider:
     """A provider from an object, a name, a ``(name, params)`` pair or a ``{"name": ...}`` dict."""
     where = f"combine: providers[{position}]" if position is not None else "combine"
     if isinstance(spec, PriorProvider):
@@ -64,7 +64,7 @@ class CombineProvider(PriorProvider):
     name = "combine"
     version = "1"
 
-    def __init__(self, providers: Sequence[ChildSpec], how: str = "max",
+    def __init__(self, providers: Sequence[ChildEntry], how: str = "max",
                  weights: Sequence[float] | None = None) -> None:
         if isinstance(providers, (str, PriorProvider)) or not isinstance(providers, Sequence):
             raise PriorkitError("combine: providers= must be a list of providers (or names), "

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .errors import PriorkitError
+from .errors import PriorkitError, ProviderParameterError
 
 #: modules under priorkit.commands that define ``add_commands(cli)``
 COMMAND_MODULES = ("core", "cache", "eval_prior", "pipeline", "predict")
@@ -46,13 +46,7 @@ def cli(ctx: click.Context, plugins_dir: tuple[str, ...], verbose: int, quiet: b
 
 def _install_commands() -> None:
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"priorkit.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"priorkit.commands.{name}":
-                continue  # topic not built yet
-            raise
-        module.add_commands(cli)
+        importlib.import_module(f"priorkit.commands.{name}").add_commands(cli)
 
 
 def _install_plugin_commands(argv: list[str]) -> None:
@@ -139,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:  # usage errors (2) and click.FileError (1)
         exc.show()
         sys.exit(exc.exit_code)
+    except ProviderParameterError as exc:  # a wrong --param / params: entry: a usage error
+        _fail(_first_line(exc), verbose)
+        sys.exit(EXIT_USAGE)
     except PriorkitError as exc:  # a user's mistake or a failed step, explained by its message
         _fail(str(exc), verbose)
         sys.exit(EXIT_ERROR)

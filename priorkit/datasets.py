@@ -218,27 +218,27 @@ def _columns(header: list[str] | None, text_a: Column, text_b: Column, label: Co
     )
 
 
-def _resolve(header: list[str] | None, spec: Column, names: Sequence[str], role: str,
+def _resolve(header: list[str] | None, column: Column, names: Sequence[str], role: str,
              path: Path, required: bool) -> int | str | None:
-    """A column spec (name, index, None = guess from ``names``) -> a column index."""
-    if isinstance(spec, str) and spec.isdigit():
-        spec = int(spec)
-    if isinstance(spec, int):
-        if header is not None and not 0 <= spec < len(header):
-            raise DataFormatError(f"{path}: --{role} column {spec} out of range; the file has "
+    """A column (name, index, None = guess from ``names``) -> a column index."""
+    if isinstance(column, str) and column.isdigit():
+        column = int(column)
+    if isinstance(column, int):
+        if header is not None and not 0 <= column < len(header):
+            raise DataFormatError(f"{path}: --{role} column {column} out of range; the file has "
                                   f"{len(header)} columns: {', '.join(header)}")
-        return spec
+        return column
     if header is None:
-        if spec is None and not required:
+        if column is None and not required:
             return None
         raise DataFormatError(
             f"{path}: without a header row, give --{role} as a 0-based column number"
-            + ("" if spec is None else f" (got {spec!r})")
+            + ("" if column is None else f" (got {column!r})")
         )
-    if spec is not None:
-        if spec in header:
-            return header.index(spec)
-        raise DataFormatError(f"{path}: no column {spec!r} for --{role}; columns: {', '.join(header)}")
+    if column is not None:
+        if column in header:
+            return header.index(column)
+        raise DataFormatError(f"{path}: no column {column!r} for --{role}; columns: {', '.join(header)}")
     for name in names:
         if name in header:
             return header.index(name)

@@ -10,6 +10,16 @@ class PluginError(PriorkitError):
     """A plug-in failed to load, matched no hook spec, or registered badly."""
 
 
+class ProviderParameterError(PluginError, ValueError):
+    """A provider was given a parameter it does not take, or a value it does not accept.
+
+    Raised by a provider's constructor (built-in ones raise it themselves) or by
+    ``get_provider``, which wraps a plug-in constructor's ValueError / TypeError in it;
+    the message names the provider, the parameter and what it accepts.  The command
+    line reports it as a usage error (exit status 2).
+    """
+
+
 class UnknownProviderError(PriorkitError, KeyError):
     """``get_provider`` was asked for a name no plug-in registered."""
 

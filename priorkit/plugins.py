@@ -38,7 +38,7 @@ import pluggy
 
 from . import hookspecs
 from .checksums import data_sha256
-from .errors import PluginError, PriorkitError, UnknownProviderError
+from .errors import PluginError, PriorkitError, ProviderParameterError, UnknownProviderError
 from .provider import PriorProvider
 from .resources import SharedFolderWarning, fix_hint, shared_write_problem
 
@@ -116,7 +116,7 @@ class PriorkitPluginManager:
             self.pm.unregister(plugin)
             self._broken(name, version, source,
                          f"plug-in {name!r} ({source}) implements {', '.join(unknown)}, which priorkit "
-                         f"does not define (a typo?). Known hooks: {', '.join(_spec_names())}")
+                         f"does not define (a typo?). Known hooks: {', '.join(_hook_names())}")
             return False
         self._info[name] = PluginInfo(name, version, source, sorted(h.name for h in callers))
         return True
@@ -240,10 +240,10 @@ class PriorkitPluginManager:
             raise self._unknown(name) from None
         try:
             provider = entry.factory(**params)
-        except TypeError as exc:
-            raise PluginError(
-                f"provider {name!r} (plug-in {entry.plugin!r}) rejected parameters {sorted(params)}: {exc}"
-            ) from exc
+        except ProviderParameterError:
+            raise
+        except (ValueError, TypeError) as exc:  # a plug-in's own check of its parameters
+            raise ProviderParameterError(_parameter_message(name, entry.plugin, params, exc)) from exc
         if not isinstance(provider, PriorProvider):
             raise PluginError(
                 f"plug-in {entry.plugin!r}: factory of provider {name!r} returned "
@@ -318,7 +318,7 @@ def add_plugin_dirs(folders: Iterable[str | os.PathLike]) -> None:
         os.environ["PRIORKIT_PLUGINS_DIR"] = os.pathsep.join([*new, *current])
 
 
-def _spec_names() -> list[str]:
+def _hook_names() -> list[str]:
     return sorted(n for n in dir(hookspecs) if n.startswith("register_"))
 
 
@@ -343,6 +343,16 @@ def list_providers(plugins_dir=None) -> list[ProviderEntry]:
     """Every registered provider, sorted by name."""
     pm = get_plugin_manager(plugins_dir)
     return [pm.providers[n] for n in sorted(pm.providers)]
+
+
+def _parameter_message(name: str, plugin: str, params: dict[str, Any], exc: BaseException) -> str:
+    """One line naming the provider, the parameter at fault (those the message mentions, else
+    all given) and the plug-in's own words about what it accepts."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    named = [p for p in params if p in text] or sorted(params)
+    what = f"parameter {', '.join(named)}" if named else "its parameters"
+    return (f"provider {name!r} (plug-in {plugin!r}) rejected {what}: {text} "
+            "(`priorkit providers` lists each provider's parameters)")
 
 
 def get_provider(name: str, *, plugins_dir=None, **params: Any) -> PriorProvider:

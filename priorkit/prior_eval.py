@@ -295,7 +295,7 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
-def parse_provider_spec(spec: str) -> tuple[str, dict[str, Any]]:
+def parse_provider_arg(spec: str) -> tuple[str, dict[str, Any]]:
     """``"wordnet:measure=wup"`` -> ``("wordnet", {"measure": "wup"})``.
 
     Values are JSON when they parse as JSON (numbers, true/false, null,
@@ -323,10 +323,10 @@ def parse_provider_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, params
 
 
-def provider_from_spec(spec: str) -> PriorProvider:
+def provider_from_arg(spec: str) -> PriorProvider:
     from .plugins import get_provider
 
-    name, params = parse_provider_spec(spec)
+    name, params = parse_provider_arg(spec)
     return get_provider(name, **params)
 
 

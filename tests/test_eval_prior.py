@@ -15,7 +15,7 @@ from priorkit.prior_eval import (
     correlations,
     evaluate,
     pair_values,
-    parse_provider_spec,
+    parse_provider_arg,
     read_word_pairs,
 )
 from priorkit.resources import resource_path
@@ -115,16 +115,16 @@ def test_pair_values_equal_the_matrix_diagonal(glove):
 
 
 def test_provider_spec_parsing():
-    assert parse_provider_spec("wordnet") == ("wordnet", {})
-    assert parse_provider_spec("wordnet:measure=wup") == ("wordnet", {"measure": "wup"})
-    assert parse_provider_spec('combine:providers=["embedding",{"name":"conceptnet","hops":1}],how=max') == \
+    assert parse_provider_arg("wordnet") == ("wordnet", {})
+    assert parse_provider_arg("wordnet:measure=wup") == ("wordnet", {"measure": "wup"})
+    assert parse_provider_arg('combine:providers=["embedding",{"name":"conceptnet","hops":1}],how=max') == \
         ("combine", {"providers": ["embedding", {"name": "conceptnet", "hops": 1}], "how": "max"})
-    assert parse_provider_spec("conceptnet:min_weight=2,lemmatize=false") == \
+    assert parse_provider_arg("conceptnet:min_weight=2,lemmatize=false") == \
         ("conceptnet", {"min_weight": 2, "lemmatize": False})
     with pytest.raises(PriorkitError, match="not key=value"):
-        parse_provider_spec("wordnet:wup")
+        parse_provider_arg("wordnet:wup")
     with pytest.raises(PriorkitError, match="unbalanced"):
-        parse_provider_spec("combine:providers=[a,b")
+        parse_provider_arg("combine:providers=[a,b")
 
 
 def test_cli_table_and_json(tmp_path, glove):

@@ -374,7 +374,7 @@ def test_pipeline_feature_errors_name_file_and_line(tmp_path, body, line, field,
 
 
 def test_features_only_setting_and_sweep_overrides(tmp_path):
-    from priorkit.pipeline.config import load_config
+    from priorkit.pipeline.config import load_config, prior_settings
     from priorkit.pipeline.train import prior_identity
 
     path = _pipeline(tmp_path, NER + textwrap.dedent("""\
@@ -390,7 +390,7 @@ def test_features_only_setting_and_sweep_overrides(tmp_path):
             control: {attention: null, features: {control: random-spans, seed: 2}}
         """))
     cfg = load_config(path, ["sweep.priors.both.features.dropout=0.3"])
-    s = cfg.prior_settings()
+    s = prior_settings(cfg)
     assert s["features"].attention is None and s["features"].features == FeatureSpec()
     assert s["both"].attention.mode == "bias" and s["both"].features.concept_buckets == 256
     assert s["both"].features.dropout == 0.3
@@ -400,10 +400,10 @@ def test_features_only_setting_and_sweep_overrides(tmp_path):
 
 
 def test_shipped_features_pipeline(tmp_path):
-    from priorkit.pipeline.config import load_config
+    from priorkit.pipeline.config import load_config, prior_settings
 
     cfg = load_config(ROOT / "pipelines" / "bc5cdr-features.yaml")
-    s = cfg.prior_settings()
+    s = prior_settings(cfg)
     assert set(s) >= {"none", "features", "features+attention", "random-spans"}
     assert s["features"].attention is None and s["features"].features is not None
     assert s["features+attention"].attention.mode == "bias"
@@ -474,14 +474,14 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
     cfg = config_from_dict(raw)
     result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
     assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
-    folder = result.spec.run_dir / "model"
+    folder = result.plan.run_dir / "model"
     assert (folder / "priorkit-features.json").exists() and (folder / "priorkit-features.safetensors").exists()
-    trained = load_trained(result.spec.run_dir)
+    trained = load_trained(result.plan.run_dir)
     module = feature_module(trained.model)
     assert module is not None and module.proj.weight.abs().sum() > 0  # trained away from zero
     examples = load_data(cfg)["eval"].examples
     want = trained.predict(examples)
-    model = priorkit.load_model(result.spec.run_dir)
+    model = priorkit.load_model(result.plan.run_dir)
     assert model.features is not None and model.builder is None  # features only: no attention prior
     got = model.logits([e["words"] for e in examples])
     for i, g in enumerate(got):

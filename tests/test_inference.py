@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import priorkit
+from priorkit.spec import PriorSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ def train(tmp: Path, model: Path, body: str) -> Path:
                     + "train: {epochs: 1, learning_rate: 1.0e-3, batch_size: 8, progress: false, threads: 1, "
                       "logging_steps: 100, save: 'no'}\n")
     result = run_pipeline(load_config(str(path), ()), log=lambda m: None)
-    return result.spec.run_dir
+    return result.plan.run_dir
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,11 @@ def test_model_folder_carries_the_prior_and_a_model_card(sts_run):
     wn = priorkit.get_provider("wordnet", measure="xia2021")
     assert (prior["provider"], prior["params"], prior["fingerprint"]) == ("wordnet", {"measure": "xia2021"},
                                                                        wn.fingerprint)
-    assert (prior["layout"], prior["keys"], prior["neutral"], prior["preset"]) == ("paper", "paper", 1.0, "paper")
+    assert info["format"] == 2
+    assert prior["spec"] == {"provider": "wordnet", "params": {}, "preset": "paper", "layout": "full", "keys": "strip",
+                             "neutral": 1.0, "stop_words": None, "stop_value": 0.0}  # as the pipeline wrote it
+    built = PriorSpec.from_dict(prior["spec"]).resolved()
+    assert (built.layout, built.keys, built.neutral) == ("paper", "paper", 1.0)
     assert prior["attention"]["mode"] == "gate" and prior["attention"]["layers"] == [0]
     assert prior["attention"]["options"] == {"init": 0.5}
     assert Path(prior["cache"]).exists()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml
+from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml, prior_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -88,7 +88,7 @@ def test_config_defaults_overrides_and_round_trip(tmp_path):
     assert cfg.train.fraction == 0.25 and cfg.train.epochs == 2.0
     assert cfg.sweep.seeds == [3]  # a scalar becomes a one-item list
     assert cfg.task.metric == "spearman"  # the task's default main metric
-    settings = cfg.prior_settings()
+    settings = prior_settings(cfg)
     assert list(settings) == ["none", "paper", "bias"]
     assert settings["none"] is None
     assert settings["paper"].preset == "paper" and settings["paper"].attention.mode == "multiply"
@@ -173,7 +173,7 @@ def test_override_errors_name_the_override(tmp_path):
 @pytest.mark.parametrize("path", PIPELINES, ids=[p.stem for p in PIPELINES])
 def test_shipped_pipelines_are_valid(path):
     cfg = load_config(path)
-    settings = cfg.prior_settings()
+    settings = prior_settings(cfg)
     assert cfg.sweep.baseline in settings and settings[cfg.sweep.baseline] is None
     assert cfg.prior is not None and cfg.data.eval is not None
 
@@ -183,7 +183,7 @@ def test_shipped_pipeline_set_is_complete():
     assert {"demo", "stsb-wordnet", "stsb-conceptnet", "stsb-embedding", "bc5cdr-ontology",
             "bc5cdr-wordnet"} <= names
     demo = load_config(ROOT / "pipelines" / "demo.yaml")
-    assert len(demo.sweep.seeds) == 2 and set(demo.prior_settings()) == {"none", "paper"}
+    assert len(demo.sweep.seeds) == 2 and set(prior_settings(demo)) == {"none", "paper"}
     paper = load_config(ROOT / "pipelines" / "stsb-wordnet.yaml").prior
     assert paper.preset == "paper" and paper.attention.layers == [0] and paper.attention.mode == "multiply"
     onto = load_config(ROOT / "pipelines" / "bc5cdr-ontology.yaml")
@@ -284,7 +284,7 @@ def test_run_writes_metrics_skips_on_rerun_and_refuses_changed_settings(tmp_path
     cfg = config_from_dict(stsb_config(tmp_path, tiny_model))
     first = run_pipeline(cfg, log=lambda s: None)
     assert [o.status for o in first.outcomes] == ["done", "done", "done", "done"]
-    run_dir = first.spec.run_dir
+    run_dir = first.plan.run_dir
     metrics = json.loads((run_dir / "metrics.json").read_text())
     ev = metrics["metrics"]["eval"]
     assert set(ev) >= {"pearson", "spearman", "mse"} and ev["examples"] == 24
@@ -341,9 +341,9 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     raw["prior"] = {"name": "gate", "preset": "paper", "attention": {"mode": "gate", "layers": [0, 1]}}
     cfg = config_from_dict(raw)
     result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
-    trained = load_trained(result.spec.run_dir)
+    trained = load_trained(result.plan.run_dir)
     assert trained.model.config.priorkit["mode"] == "gate" and trained.model.config.priorkit["layers"] == [0, 1]
-    weights = load_file(str(result.spec.run_dir / "model" / "model.safetensors"))
+    weights = load_file(str(result.plan.run_dir / "model" / "model.safetensors"))
     saved_gates = {k: v for k, v in weights.items() if k.endswith("prior_gate")}
     assert len(saved_gates) == 2
     live = {n: p for n, p in trained.model.named_parameters() if n.endswith("prior_gate")}
@@ -359,7 +359,7 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     score = regression_metrics(pred[:, 0] * 5.0, np.array([e["label"] for e in eval_examples]))
     assert score["spearman"] == pytest.approx(result.metrics["metrics"]["eval"]["spearman"], abs=1e-5)
     # ... and the prior matters: the same weights without prior attention compute other states
-    plain = AutoModelForSequenceClassification.from_pretrained(str(result.spec.run_dir / "model")).eval()
+    plain = AutoModelForSequenceClassification.from_pretrained(str(result.plan.run_dir / "model")).eval()
     batch = trained.collator()([trained.task.encode(e) for e in eval_examples[:8]])
     batch.pop("labels")
     prior = batch.pop("prior")
@@ -375,7 +375,7 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     import torch
 
     from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.train import gate_param_group, load_trained, spec_for_run
+    from priorkit.pipeline.train import gate_param_group, load_trained, plan_for_run
 
     raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
     raw["prior"] = {"name": "paper", "preset": "paper"}
@@ -386,22 +386,22 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     raw["data"]["test"] = raw["data"].pop("eval")
     raw["evaluate"] = ["test"]
     cfg = config_from_dict(raw)
-    spec = spec_for_run(cfg, "gate")
+    plan = plan_for_run(cfg, "gate")
     result = run_pipeline(cfg, prior_name="gate", steps=("precompute", "train"), log=lambda s: None)
-    gates = [p.detach() for n, p in load_trained(result.spec.run_dir).model.named_parameters()
+    gates = [p.detach() for n, p in load_trained(result.plan.run_dir).model.named_parameters()
              if n.endswith("prior_gate")]
     # the same run at the model's rate moves the gates far less
     raw["sweep"]["priors"]["gate"]["attention"]["learning_rate"] = None
     slow = run_pipeline(config_from_dict(raw | {"output_dir": str(tmp_path / "slow")}), prior_name="gate",
                         steps=("precompute", "train"), log=lambda s: None)
-    slow_gates = [p.detach() for n, p in load_trained(slow.spec.run_dir).model.named_parameters()
+    slow_gates = [p.detach() for n, p in load_trained(slow.plan.run_dir).model.named_parameters()
                   if n.endswith("prior_gate")]
     moved = sum(float((g - 1).abs().sum()) for g in gates)
     slow_moved = sum(float((g - 1).abs().sum()) for g in slow_gates)
     assert moved > 20 * slow_moved > 0
 
     # the group itself: every parameter in exactly one group, gates alone at lr 0.05
-    model = load_trained(result.spec.run_dir).model
+    model = load_trained(result.plan.run_dir).model
     opt = torch.optim.AdamW([{"params": list(model.parameters()), "weight_decay": 0.01}], lr=1e-4)
     assert gate_param_group(opt, model, 0.05) == 2
     ids = [id(p) for g in opt.param_groups for p in g["params"]]
@@ -409,7 +409,7 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     assert opt.param_groups[-1]["lr"] == 0.05 and opt.param_groups[-1]["weight_decay"] == 0.0
     assert all(n.endswith("prior_gate") for n, p in model.named_parameters()
                if id(p) in {id(q) for q in opt.param_groups[-1]["params"]})
-    assert spec.prior.attention.learning_rate == 0.05
+    assert plan.prior.attention.learning_rate == 0.05
 
 
 def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
@@ -435,7 +435,7 @@ def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
     assert {"precision", "recall", "f1", "accuracy"} <= set(ev)
     assert all(0.0 <= ev[k] <= 1.0 for k in ("precision", "recall", "f1"))
     # recompute the entity F1 from the reloaded model with seqeval directly
-    trained = load_trained(result.spec.run_dir)
+    trained = load_trained(result.plan.run_dir)
     examples = load_data(cfg)["eval"].examples
     logits = trained.predict(examples)
     y_pred = []

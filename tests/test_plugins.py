@@ -416,3 +416,53 @@ def test_folder_plugin_fingerprint_follows_its_source(tmp_path):
 def test_builtin_fingerprints_carry_no_code_checksum():
     p = priorkit.get_provider("wordnet")
     assert p.code_checksum == "" and p.fingerprint.startswith("wordnet-")
+
+
+CHECKED = """
+import numpy as np
+import priorkit
+
+class Scaled(priorkit.PriorProvider):
+    name = "scaled"
+    def __init__(self, scale=1.0):
+        if not 0 < scale <= 1:
+            raise ValueError(f"scale={scale!r} must lie in (0, 1]")
+        super().__init__(scale=scale)
+        self.scale = scale
+    def compute(self, left, right):
+        return np.full((len(left), len(right)), self.scale, dtype=np.float32)
+
+@priorkit.hookimpl
+def register_prior_providers(register):
+    register("scaled", Scaled, description="a constant")
+"""
+
+
+def test_a_plugins_parameter_error_becomes_a_usage_error(tmp_path, monkeypatch):
+    """The provider error contract: a plug-in's ValueError / TypeError from its constructor
+    becomes a ProviderParameterError naming provider and parameter; the CLI exits 2 in one line."""
+    from priorkit.errors import ProviderParameterError
+
+    write_plugin(tmp_path, "scaled_plugin", CHECKED)
+    pm = PriorkitPluginManager(plugins_dir=tmp_path, load_entry_points=False)
+    with pytest.raises(ProviderParameterError, match=r"provider 'scaled' \(plug-in 'scaled_plugin'\) rejected "
+                                                     r"parameter scale: scale=2\.0 must lie in \(0, 1\]"):
+        pm.get_provider("scaled", scale=2.0)
+    with pytest.raises(ProviderParameterError, match=r"rejected parameter colour: .*unexpected keyword"):
+        pm.get_provider("scaled", colour="red")
+    monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", "")
+    out = subprocess.run([sys.executable, "-m", "priorkit", "--plugins-dir", str(tmp_path), "show", "a b",
+                          "--provider", "scaled", "--param", "scale=2"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: provider 'scaled' (plug-in 'scaled_plugin') rejected parameter scale: scale=2 must lie in (0, 1] "
+        "(`priorkit providers` lists each provider's parameters)"]
+
+
+def test_ontology_parameter_errors_are_usage_errors():
+    from priorkit.errors import ProviderParameterError
+
+    with pytest.raises(ProviderParameterError, match=r"ontology: unknown measure 'bogus'; choose one of lin"):
+        priorkit.get_provider("ontology", path=str(Path(__file__).parent / "fixtures" / "ontology" / "mini.obo"),
+                              measure="bogus")

@@ -35,7 +35,7 @@ def train(tmp: Path, model: Path, prior: str, extra: str = "") -> Path:
                     + "train: {epochs: 1, learning_rate: 1.0e-3, batch_size: 8, progress: false, threads: 1, "
                       f"logging_steps: 1, save: 'no'{extra}}}\n")
     result = run_pipeline(load_config(str(path), ()), log=lambda m: None)
-    return result.spec.run_dir
+    return result.plan.run_dir
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def test_metrics_hold_prior_usage_that_show_reproduces(gate_run, capsys):
     from priorkit.pipeline import sweep as sw
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.train import spec_for_run
+    from priorkit.pipeline.train import plan_for_run
 
     usage = json.loads((gate_run / "metrics.json").read_text())["prior_usage"]
     model = priorkit.load_model(gate_run)
@@ -214,7 +214,7 @@ def test_metrics_hold_prior_usage_that_show_reproduces(gate_run, capsys):
     assert f"({usage['shift']:+.3f}; uniform" in out and f"learned gate mean {usage['learned']['mean']:.3f}" in out
 
     # and a column of the sweep table
-    rows_ = sw.collect_rows(cfg, [spec_for_run(cfg)])
+    rows_ = sw.collect_rows(cfg, [plan_for_run(cfg)])
     cells = sw.aggregate(rows_, "eval_spearman", "paper", ["paper"], [1.0])
     table = sw.markdown_table(cfg, cells)
     assert "prior use" in table and f"{usage['shift']:+.3f} (gate {usage['learned']['mean']:.2f})" in table

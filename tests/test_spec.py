@@ -28,10 +28,10 @@ def test_paper_preset_is_the_papers_builder(minilm_tokenizer, xia2021):
     assert (resolved.layout, resolved.keys, resolved.neutral) == ("paper", "paper", 1.0)
     assert set(resolved.stop_words) == PAPER_STOP_WORDS
     assert spec.build_provider().fingerprint == xia2021.fingerprint
-    built = spec.build_builder(minilm_tokenizer, provider=xia2021, truncation=True, max_length=64)
+    built = PriorBuilder.from_spec(spec, minilm_tokenizer, provider=xia2021, truncation=True, max_length=64)
     reference = PriorBuilder.paper(minilm_tokenizer, provider=xia2021, truncation=True, max_length=64)
     assert built.describe() == reference.describe()
-    words = spec.build_words(xia2021)
+    words = WordKeys.from_spec(spec, xia2021)
     assert type(words) is WordKeys
     for a, b in PAIRS:
         assert words.word_pairs(a, b) == reference.word_pairs(a, b)
@@ -47,7 +47,7 @@ def test_a_named_provider_replaces_the_presets_own():
 def test_full_layout_spec_matches_a_hand_made_builder(minilm_tokenizer):
     provider = priorkit.get_provider("wordnet", measure="path")
     spec = PriorSpec(provider="wordnet", params={"measure": "path"}, layout="full", keys="paper", neutral=0.5)
-    built = spec.build_builder(minilm_tokenizer)
+    built = PriorBuilder.from_spec(spec, minilm_tokenizer)
     reference = PriorBuilder(minilm_tokenizer, provider, layout="full", keys="paper", neutral=0.5)
     assert built.describe() == reference.describe()
     a, b = PAIRS[0]
@@ -80,9 +80,9 @@ def test_bad_specs_name_the_culprit():
 
 
 def test_dask_workers_rebuild_the_provider_from_its_spec():
-    from priorkit.precompute.dask_worker import build_provider, provider_spec
+    from priorkit.precompute.dask_worker import build_provider, provider_recipe
 
     provider = priorkit.get_provider("wordnet", measure="wup")
-    spec = provider_spec(provider)
-    assert spec.prior == PriorSpec(provider="wordnet", params=provider.params)
-    assert build_provider(spec).fingerprint == provider.fingerprint
+    recipe = provider_recipe(provider)
+    assert recipe.prior == PriorSpec(provider="wordnet", params=provider.params)
+    assert build_provider(recipe).fingerprint == provider.fingerprint

@@ -37,7 +37,7 @@ def test_tensorboard_and_mlflow_hold_loss_and_task_metric(tmp_path, tiny_bert_di
         monkeypatch.delenv(var, raising=False)
     cfg = load_config(str(pipeline(tmp_path, tiny_bert_dir, "[tensorboard, mlflow]")), ())
     result = run_pipeline(cfg, log=lambda m: None)
-    run_dir = result.spec.run_dir
+    run_dir = result.plan.run_dir
     spearman = result.metrics["metrics"]["eval"]["spearman"]
     steps = result.metrics["train"]["steps"]
     assert steps == 4

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline.config import ConfigError, load_config
+from priorkit.pipeline.config import ConfigError, load_config, prior_settings
 from priorkit.tune import space as sp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -323,4 +323,4 @@ def test_best_yaml_names_the_training_control_when_train_fields_were_tuned(tmp_p
     overrides = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
     cfg = load_config(path, overrides=overrides)
     assert cfg.name == "job-train-control" and cfg.train.learning_rate == 1.5e-4
-    assert list(cfg.prior_settings()) == ["none"] and cfg.sweep.seeds == [0, 1] and cfg.sweep.split == "test"
+    assert list(prior_settings(cfg)) == ["none"] and cfg.sweep.seeds == [0, 1] and cfg.sweep.split == "test"

@@ -16,6 +16,7 @@ import pytest
 
 from priorkit.pipeline.config import ConfigError, load_config
 from priorkit.tune import arms as am
+from priorkit.tune import sampler as smp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,11 +99,11 @@ def test_finite_spaces_get_a_grid_sized_budget(tmp_path):
     cfg = load_config(path)
     checked = _check(path)
     dims = checked["none"][2]
-    assert am.grid_space(dims) == {"train.learning_rate": [1.0e-3, 3.0e-3]}
-    assert am.uses_grid(cfg, dims) and am.grid_size(dims) == 2
+    assert smp.grid_space(dims) == {"train.learning_rate": [1.0e-3, 3.0e-3]}
+    assert smp.uses_grid(cfg, dims) and smp.grid_size(dims) == 2
     small = load_config(pipeline(tmp_path, "unused", ARMS.replace("trials: 2", "trials: 1"), name="b"))
-    assert not am.uses_grid(small, dims)  # a budget below the grid samples (tpe)
-    assert am.uses_grid(small, dims, auto=True) is False
+    assert not smp.uses_grid(small, dims)  # a budget below the grid samples (tpe)
+    assert smp.uses_grid(small, dims, auto=True) is False
 
 
 def priorkit(*args: str) -> subprocess.CompletedProcess:

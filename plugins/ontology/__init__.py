@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 import priorkit
-from priorkit.errors import DataFormatError, ResourceError
+from priorkit.errors import DataFormatError, ProviderParameterError, ResourceError
 from priorkit.provider import Match, PriorProvider
 from priorkit.resources import resource_path
 
@@ -61,7 +61,7 @@ def detect_format(path: Path, fmt: str | None = None) -> tuple[str, str]:
             return "rrf", ""
         if key in _RDF_NAMES:
             return "rdf", _RDF_NAMES[key]
-        raise ValueError(f"unknown ontology format {fmt!r}; choose one of {', '.join(FORMATS)} (or None: auto)")
+        raise ProviderParameterError(f"unknown ontology format {fmt!r}; choose one of {', '.join(FORMATS)} (or None: auto)")
     if path.is_dir():
         return "rrf", ""
     name = path.name.lower()
@@ -191,29 +191,29 @@ class OntologyProvider(PriorProvider):
                  within: float | None = None, related: float | None = None,
                  unrelated: float | None = None, hops: int | None = None, groups: int | None = None) -> None:
         if measure not in (*MEASURES, "concept"):
-            raise ValueError(f"ontology: unknown measure {measure!r}; choose one of "
+            raise ProviderParameterError(f"ontology: unknown measure {measure!r}; choose one of "
                              f"{', '.join(MEASURES)}, concept")
         concept = concept_params(measure, {"within": within, "related": related, "unrelated": unrelated,
                                            "hops": hops, "groups": groups})
         if source is not None:
             if path is not None:
-                raise ValueError("ontology: pass either path= (your files) or source= (fetched ontologies: "
+                raise ProviderParameterError("ontology: pass either path= (your files) or source= (fetched ontologies: "
                                  f"{', '.join(SOURCES)}), not both")
             source_names(source)  # checked now; the files are fetched on first use
         if isinstance(path, (list, tuple)):
             path = [str(x) for x in path]
             if not path:
-                raise ValueError("ontology: path= is an empty list; give at least one ontology file")
+                raise ProviderParameterError("ontology: path= is an empty list; give at least one ontology file")
         if ic not in IC_METHODS:
-            raise ValueError(f"ontology: unknown ic {ic!r}; choose one of {', '.join(IC_METHODS)}")
+            raise ProviderParameterError(f"ontology: unknown ic {ic!r}; choose one of {', '.join(IC_METHODS)}")
         bad = [s for s in synonym_scopes if s not in SCOPES]
         if bad:
-            raise ValueError(f"ontology: unknown synonym scopes {bad}; choose from {', '.join(SCOPES)}")
+            raise ProviderParameterError(f"ontology: unknown synonym scopes {bad}; choose from {', '.join(SCOPES)}")
         if format is not None:
             detect_format(Path("."), format)  # validates the name early
         bad = [r for r in relations if r not in HIERARCHICAL_RELS]
         if bad:
-            raise ValueError(f"ontology: relations {bad} are not hierarchical; choose from "
+            raise ProviderParameterError(f"ontology: relations {bad} are not hierarchical; choose from "
                              f"{', '.join(HIERARCHICAL_RELS)} (PAR/CHD parent/child, RB/RN broader/narrower)")
         super().__init__(
             path=str(path) if path is not None and not isinstance(path, list) else path,

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from priorkit.errors import ProviderParameterError
+
 #: ontology resources by name: (resource, file in it); ``priorkit data fetch <resource>``
 SOURCES = {"hpo": ("hpo", "hp.obo"), "mesh": ("mesh", "mesh.obo")}
 #: defaults of the concept measure's parameters
@@ -35,10 +37,10 @@ def source_names(source: str) -> list[str]:
     names = [s.strip() for s in str(source).split("+")]
     bad = [n for n in names if n not in SOURCES]
     if bad:
-        raise ValueError(f"ontology: unknown source {bad} in {source!r}; choose from {', '.join(SOURCES)} "
+        raise ProviderParameterError(f"ontology: unknown source {bad} in {source!r}; choose from {', '.join(SOURCES)} "
                          "or several joined with '+' (e.g. 'hpo+mesh'), or pass path= a file")
     if len(set(names)) != len(names):
-        raise ValueError(f"ontology: source {source!r} names an ontology twice")
+        raise ProviderParameterError(f"ontology: source {source!r} names an ontology twice")
     return names
 
 
@@ -58,19 +60,19 @@ def concept_params(measure: str, given: dict[str, Any]) -> dict[str, Any]:
     set_ = {k: v for k, v in given.items() if v is not None}
     if measure != "concept":
         if set_:
-            raise ValueError(f"ontology: {', '.join(sorted(set_))} only apply to measure='concept', "
+            raise ProviderParameterError(f"ontology: {', '.join(sorted(set_))} only apply to measure='concept', "
                              f"not {measure!r}")
         return {}
     out = {**CONCEPT_DEFAULTS, **set_}
     for k in ("within", "related", "unrelated"):
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
-            raise ValueError(f"ontology: {k}={v!r} must be a number in [0, 1] (a prior value)")
+            raise ProviderParameterError(f"ontology: {k}={v!r} must be a number in [0, 1] (a prior value)")
         out[k] = float(v)
     for k in ("hops", "groups"):
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"ontology: {k}={v!r} must be a whole number >= 0")
+            raise ProviderParameterError(f"ontology: {k}={v!r} must be a whole number >= 0")
     return out
 
 

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from priorkit.errors import DataFormatError
+from priorkit.errors import DataFormatError, ProviderParameterError
 
 MEASURES = ("lin", "resnik", "path", "wup")
 IC_METHODS = ("seco", "sanchez")
@@ -136,7 +136,7 @@ class ConceptGraph:
         common ancestor of every pair, and ``reduceat`` takes the best per pair.
         """
         if measure not in MEASURES:
-            raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
+            raise ProviderParameterError(f"unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         P = a.size

@@ -78,7 +78,7 @@ def subset_under(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) 
     """Only the concepts under ``roots`` (inclusive), e.g. HPO's HP:0000118."""
     missing = [r for r in roots if r not in data.ids and r not in data.alt_ids]
     if missing:
-        raise ValueError(f"roots {missing} are not concepts of {data.source}")
+        raise ProviderParameterError(f"roots {missing} are not concepts of {data.source}")
     root_idx = np.array([data.index(r) for r in roots])
     rows = np.repeat(np.arange(graph.n_nodes), np.diff(graph.anc_ptr))
     keep = np.unique(rows[np.isin(graph.anc_idx, root_idx)])

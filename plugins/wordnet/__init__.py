@@ -66,12 +66,12 @@ def index_dir() -> Path:
 
 def get_index(files: wnfiles.FileSet, checksum: str):
     """The index of these WordNet files: from memory, from disk, or built (then saved)."""
-    from . import index as wnindex
+    from . import build as wnbuild
 
     with _LOCK:
         idx = _INDEXES.get(checksum)
         if idx is None:
-            idx = wnindex.load_or_build(files, checksum, index_dir())
+            idx = wnbuild.load_or_build(files, checksum, index_dir())
             _INDEXES[checksum] = idx
         return idx
 

@@ -25,7 +25,8 @@ import numpy as np
 from priorkit.errors import DataFormatError, ResourceError
 
 from . import files as files_mod
-from .index import (FILE_POS, MAX_HYPERNYM_DEPTH, POS_CODES, POS_NAMES, ROOT_NAME, WordNetIndex,
+from .index import (FILE_POS, INDEX_FORMAT, INDEX_KIND, MAX_HYPERNYM_DEPTH, POS_CODES, POS_NAMES, ROOT_NAME,
+                    WordNetIndex,
                     FILEMAP)
 
 _MARKER_RE = re.compile(r"(.*?)(\([^()]*\))?$")
@@ -373,3 +374,24 @@ def ancestor_tables(par_ptr: np.ndarray, par_id: np.ndarray, max_depth: np.ndarr
         dists.extend([t[k] for k in keys])  # type: ignore[index]
         maxbfs[x] = max(t.values())  # type: ignore[union-attr]
     return anc_ptr, np.asarray(ids, dtype=np.int32), np.asarray(dists, dtype=np.int16), maxbfs
+
+
+def load_or_build(files: files_mod.FileSet, checksum: str, root: Path) -> WordNetIndex:
+    """The index of these files: read from ``root/wordnet/<key>``, or built and saved there."""
+    from .. import _support
+
+    key = _support.index_key(checksum=checksum, format=INDEX_FORMAT)
+    folder = _support.find_index(INDEX_KIND, key, root)
+    idx = WordNetIndex.load(folder, checksum) if folder is not None else None
+    if idx is not None:
+        return idx
+    idx = build(files, checksum)
+    meta = {"format": INDEX_FORMAT, "checksum": checksum, "strings": len(idx.strings), "source": idx.path}
+    try:
+        with _support.building_index(INDEX_KIND, key, meta, root) as tmp:
+            idx.save(tmp)
+        saved = _support.find_index(INDEX_KIND, key, root)
+        idx.path = str(saved) if saved is not None else idx.path
+    except OSError:
+        pass  # a read-only home: keep the in-memory index, rebuild next time
+    return idx

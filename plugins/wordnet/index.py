@@ -147,7 +147,7 @@ class WordNetIndex:
 
     # ---- persistence --------------------------------------------------
     def save(self, folder: Path) -> None:
-        """Write the arrays and the string table into an index folder (see :func:`load_or_build`)."""
+        """Write the arrays and the string table into an index folder (see :func:`.build.load_or_build`)."""
         from .. import _support
 
         _support.save_arrays(folder / "arrays.npz", **self.arrays)
@@ -170,28 +170,6 @@ class WordNetIndex:
         except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError):
             return None
         return cls(arrays, strings, checksum, "loaded", time.perf_counter() - t0, str(folder))
-
-
-def load_or_build(files: files_mod.FileSet, checksum: str, root: Path) -> WordNetIndex:
-    """The index of these files: read from ``root/wordnet/<key>``, or built and saved there."""
-    from .. import _support
-    from .build import build
-
-    key = _support.index_key(checksum=checksum, format=INDEX_FORMAT)
-    folder = _support.find_index(INDEX_KIND, key, root)
-    idx = WordNetIndex.load(folder, checksum) if folder is not None else None
-    if idx is not None:
-        return idx
-    idx = build(files, checksum)
-    meta = {"format": INDEX_FORMAT, "checksum": checksum, "strings": len(idx.strings), "source": idx.path}
-    try:
-        with _support.building_index(INDEX_KIND, key, meta, root) as tmp:
-            idx.save(tmp)
-        saved = _support.find_index(INDEX_KIND, key, root)
-        idx.path = str(saved) if saved is not None else idx.path
-    except OSError:
-        pass  # a read-only home: keep the in-memory index, rebuild next time
-    return idx
 
 
 # ---------------------------------------------------------------------------

@@ -36,15 +36,12 @@ import numpy as np
 
 from ..errors import PriorkitError, TokenizerError
 from ..provider import PriorProvider
+from ..spec import PriorSpec, check_layout
 from .tokens import Alignment, _char_to_word, _index_keys, _Plan, load_tokenizer, tokenizer_fingerprint
-from .words import PAPER_WORDS, WordKeys, _input_kind, _phrase_keys, check_layout_keys
+from .words import WordKeys, _input_kind, _phrase_keys
 
 if TYPE_CHECKING:
     import torch
-
-WITHIN = ("all", "known")
-
-
 
 
 class PriorBuilder(WordKeys):
@@ -81,13 +78,7 @@ class PriorBuilder(WordKeys):
         within: str = "all",
         **tokenizer_kwargs: Any,
     ) -> None:
-        check_layout_keys(layout, keys)
-        if within not in WITHIN or (within != "all" and layout == "paper"):
-            raise PriorkitError(f"within={within!r}: choose one of {', '.join(WITHIN)}"
-                                + (" (the paper layout has no within-word cells: use 'all')"
-                                   if within in WITHIN else ""))
-        if not 0.0 <= float(neutral) <= 1.0 and layout == "paper":
-            raise PriorkitError(f"neutral must lie in [0, 1], got {neutral}")
+        check_layout(layout, keys, within=within, neutral=neutral)  # the rules are PriorSpec's
         self.tokenizer = load_tokenizer(tokenizer)
         super().__init__(provider, layout=layout, stop_words=stop_words, stop_value=stop_value, keys=keys)
         self.cache = None
@@ -100,11 +91,23 @@ class PriorBuilder(WordKeys):
         self.within = within
         self.tokenizer_kwargs = dict(tokenizer_kwargs)
 
-    # ---- presets -------------------------------------------------------
+    # ---- from a description -------------------------------------------
+    @classmethod
+    def from_spec(cls, spec: PriorSpec, tokenizer: Any, *, provider: PriorProvider | None = None,
+                  cache: Any = None, **tokenizer_kwargs: Any) -> "PriorBuilder":
+        """The builder ``spec`` describes, for ``tokenizer`` (an object, a path or a Hub id).
+
+        :param provider: an already built provider (default: :meth:`PriorSpec.build_provider`).
+        :param cache: a :class:`~priorkit.cache.PriorCache` or a path to one.
+        :param tokenizer_kwargs: for every tokenizer call (``truncation``, ``max_length``).
+        """
+        return cls(tokenizer, provider or spec.build_provider(), cache=cache, **spec.builder_options(),
+                   **tokenizer_kwargs)
+
     @classmethod
     def paper(cls, tokenizer: Any, provider: PriorProvider | None = None, cache: Any = None,
               **tokenizer_kwargs: Any) -> "PriorBuilder":
-        """Xia et al. (2021), defined exactly (docs/alignment.md):
+        """Xia et al. (2021), defined exactly (docs/alignment.md): ``PriorSpec(preset="paper")``.
 
         the model input is ``tokenizer(text_a, text_b)`` on the raw text; a word
         is a whitespace chunk; a token belongs to the chunk holding its first
@@ -114,11 +117,8 @@ class PriorBuilder(WordKeys):
         empty key is a stop word.  P starts as ones; for every token i of side
         A and j of side B, ``P[i, j] = P[j, i] = xia2021(key_i, key_j)``.
         """
-        if provider is None:  # the preset's own provider (priorkit.spec says which)
-            from ..spec import PriorSpec
-
-            provider = PriorSpec(preset="paper").build_provider()
-        return cls(tokenizer, provider, cache=cache, neutral=1.0, **PAPER_WORDS, **tokenizer_kwargs)
+        return cls.from_spec(PriorSpec(preset="paper"), tokenizer, provider=provider, cache=cache,
+                             **tokenizer_kwargs)
 
     # ---- describing ---------------------------------------------------
     def describe(self) -> dict[str, Any]:

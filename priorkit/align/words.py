@@ -19,12 +19,7 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import PriorkitError
 from ..provider import PriorProvider
-
-#: The stop-word list of Xia et al. (2021), plus the special tokens' keys.
-PAPER_STOP_WORDS = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the
-    their then there these they this to was will with am cls sep""".split()
-)
+from ..spec import LAYOUTS, PAPER_STOP_WORDS, PriorSpec, check_layout
 
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 
@@ -44,25 +39,13 @@ def is_stop_word(key: str) -> bool:
     return not key or key in PAPER_STOP_WORDS
 
 
-LAYOUTS = ("paper", "full")
-
-
 def strip_key(chunk: str) -> str:
     """Lower-case and strip surrounding punctuation (keeps inner hyphens)."""
     return chunk.lower().strip(string.punctuation)
 
 
+#: the key functions of priorkit.spec.KEYS
 KEY_FUNCTIONS = {"paper": paper_key, "strip": strip_key}
-
-#: the paper preset's word settings (Xia et al. 2021; docs/alignment.md)
-PAPER_WORDS = {"layout": "paper", "stop_words": PAPER_STOP_WORDS, "stop_value": 0.0, "keys": "paper"}
-
-
-def check_layout_keys(layout: str, keys: str) -> None:
-    if layout not in LAYOUTS:
-        raise PriorkitError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
-    if keys not in KEY_FUNCTIONS:
-        raise PriorkitError(f"unknown key normalisation {keys!r}; choose one of {', '.join(KEY_FUNCTIONS)}")
 
 
 class WordKeys:
@@ -79,7 +62,7 @@ class WordKeys:
 
     def __init__(self, provider: PriorProvider | str, layout: str = "full",
                  stop_words: Iterable[str] | None = None, stop_value: float = 0.0, keys: str = "strip") -> None:
-        check_layout_keys(layout, keys)
+        check_layout(layout, keys)
         if isinstance(provider, str):
             from ..plugins import get_provider
 
@@ -96,9 +79,17 @@ class WordKeys:
         self.key = KEY_FUNCTIONS[keys]
 
     @classmethod
+    def from_spec(cls, spec: PriorSpec, provider: PriorProvider | None = None) -> "WordKeys":
+        """The word pairs ``spec`` asks for (``provider``: an already built one, default
+        :meth:`PriorSpec.build_provider`)."""
+        return cls(provider or spec.build_provider(), **spec.word_options())
+
+    @classmethod
     def paper(cls, provider: PriorProvider | str) -> "WordKeys":
         """The paper preset's word pairs (keys, layout, stop words) for ``provider``."""
-        return cls(provider, **PAPER_WORDS)
+        if isinstance(provider, str):
+            return cls.from_spec(PriorSpec(provider=provider, preset="paper"))
+        return cls.from_spec(PriorSpec(preset="paper"), provider)
 
     # ---- words --------------------------------------------------------
     def _side_keys(self, text: str | Sequence[str]) -> list[str]:
@@ -193,5 +184,5 @@ def _check_spans(spans, n: int, provider: PriorProvider) -> None:
     )
 
 
-__all__ = ["WordKeys", "PAPER_STOP_WORDS", "PAPER_WORDS", "paper_key", "paper_words", "is_stop_word",
-           "strip_key", "KEY_FUNCTIONS", "LAYOUTS", "check_layout_keys"]
+__all__ = ["WordKeys", "PAPER_STOP_WORDS", "paper_key", "paper_words", "is_stop_word", "strip_key",
+           "KEY_FUNCTIONS", "LAYOUTS"]

@@ -5,7 +5,8 @@
     out = model(**batch, prior=P)                                  # P: (B, L, L) or (B, H, L, L)
     disable_prior_attention(model)                                 # exactly the stock model again
 
-Modules: ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
+Modules: ``mode`` (a mode as an object, the registry of modes; ``builtin_modes/``: one file
+per built-in mode), ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
 AttentionInterface / AttentionMaskInterface), ``kernels`` (SDPA / FlexAttention / eager,
 ``PRIORKIT_ATTENTION_KERNEL``), ``shared`` (tensors computed once per forward pass),
 ``architectures`` (supported encoders), ``checkpoint`` (gates after from_pretrained),
@@ -18,7 +19,7 @@ from .api import PriorSettings, disable_prior_attention, enable_prior_attention,
 from .architectures import supported_architectures
 from .errors import PriorAttentionConfigError, PriorShapeError, UnsupportedModelError
 from .guard import PriorNotEnabledError  # importing it guards models that were never enabled
-from .modes import MODE_OPTIONS
+from .mode import MODES, AttentionMode, Call, register_mode
 
 __all__ = [
     "enable_prior_attention",
@@ -27,7 +28,10 @@ __all__ = [
     "prior_parameters",
     "supported_architectures",
     "PriorSettings",
-    "MODE_OPTIONS",
+    "MODES",
+    "AttentionMode",
+    "Call",
+    "register_mode",
     "PriorShapeError",
     "PriorAttentionConfigError",
     "UnsupportedModelError",

@@ -16,7 +16,6 @@ original ``config.priorkit`` (absent, usually).
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -26,9 +25,9 @@ from torch import nn
 
 from . import checkpoint
 from .architectures import BASE_IMPLEMENTATIONS, attention_modules
-from .dispatch import LAYER_ATTR, SUPERVISION_ATTR, LayerPrior, base_of, implementation_name
+from .dispatch import LAYER_ATTR, LayerPrior, base_of, implementation_name
 from .errors import PriorAttentionConfigError, UnsupportedModelError
-from .modes import LEARNABLE, MODE_OPTIONS
+from .mode import SUPERVISION_ATTR, get_mode, learnable_names
 
 CONFIG_KEY = "priorkit"
 _STATE_ATTR = "_priorkit_state"
@@ -59,27 +58,7 @@ class PriorSettings:
 def _settings(
     layers: Any, mode: Any, heads: Any, options: dict[str, Any], n_layers: int, n_heads: int
 ) -> PriorSettings:
-    if mode not in MODE_OPTIONS:
-        raise PriorAttentionConfigError(f"mode={mode!r} is not one of {sorted(MODE_OPTIONS)}.")
-    allowed = MODE_OPTIONS[mode]
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise PriorAttentionConfigError(
-            f"mode={mode!r} takes no option(s) {unknown}; its options are {sorted(allowed) or 'none'}."
-        )
-    opts: dict[str, float] = {}
-    for name, default in allowed.items():
-        value = options.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise PriorAttentionConfigError(f"{mode} option {name}={value!r} must be a finite number.")
-        opts[name] = float(value)
-    if mode in ("bias", "learned_bias") and opts["eps"] <= 0:
-        raise PriorAttentionConfigError(f"{mode} option eps={opts['eps']} must be > 0 (it bounds log(P)).")
-    if mode == "supervise" and (opts["weight"] < 0 or opts["power"] <= 0):
-        raise PriorAttentionConfigError(
-            f"supervise options weight={opts['weight']} must be >= 0 and power={opts['power']} > 0."
-        )
-
+    opts = get_mode(mode).settle(options)  # the mode's defaults and checks
     return PriorSettings(
         layers=_indices("layers", layers, n_layers, "layer"),
         mode=mode,
@@ -171,12 +150,13 @@ def enable_prior_attention(
         settings = _from_config(saved, n_layers, n_heads)
     restoring = saved is not _ABSENT and saved == settings.to_config()
 
-    param_name = LEARNABLE.get(settings.mode)
+    param_name = get_mode(settings.mode).learnable
+    learnable = learnable_names()
     for i in settings.layers:
         module = modules[i]
-        if any(name in module._parameters for name in LEARNABLE.values()) or hasattr(module, LAYER_ATTR):
+        if any(name in module._parameters for name in learnable) or hasattr(module, LAYER_ATTR):
             raise PriorAttentionConfigError(
-                f"layer {i}'s {type(module).__name__} already has one of {sorted(LEARNABLE.values())} or "
+                f"layer {i}'s {type(module).__name__} already has one of {list(learnable)} or "
                 f"'{LAYER_ATTR}'; remove them or reload the model."
             )
     try:
@@ -251,7 +231,7 @@ def _strip(modules: list[nn.Module]) -> None:
     for module in modules:
         module.__dict__.pop(LAYER_ATTR, None)
         module.__dict__.pop(SUPERVISION_ATTR, None)
-        for name in LEARNABLE.values():
+        for name in learnable_names():
             module._parameters.pop(name, None)
 
 
@@ -278,5 +258,5 @@ def supervision_loss(model: nn.Module) -> torch.Tensor | None:
 
 def prior_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     """The learnable prior parameters (``prior_gate``, ``prior_strength``) as (name, parameter)."""
-    names = tuple(LEARNABLE.values())
+    names = learnable_names()
     return [(n, p) for n, p in model.named_parameters() if n.rsplit(".", 1)[-1] in names]

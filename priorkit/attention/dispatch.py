@@ -12,7 +12,8 @@ At every call the dispatcher looks at the module it was called for:
 
 * no ``prior=`` keyword, or a layer without a :class:`LayerPrior`: the base
   implementation runs with exactly the arguments it would have had (bit-identical);
-* a layer with a :class:`LayerPrior`: the mode's maths run with the prior.
+* a layer with a :class:`LayerPrior`: its mode's maths run with the prior (the mode
+  objects of :mod:`priorkit.attention.mode`'s registry).
 """
 from __future__ import annotations
 
@@ -28,17 +29,14 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from . import kernels, modes, shared
+from . import builtin_modes, modes  # noqa: F401 - builtin_modes: importing it registers the built-in modes
 from .architectures import BASE_IMPLEMENTATIONS
 from .errors import UnsupportedModelError
+from .mode import Call, get_mode
 
 PREFIX = "priorkit_"
 #: attribute holding a layer's LayerPrior on its attention module (removed by disable)
 LAYER_ATTR = "_priorkit_layer"
-#: name of the learnable per-head gate parameter on a gated attention module
-GATE_PARAM = modes.LEARNABLE["gate"]
-#: attribute holding the last training forward's supervision loss (``supervise`` mode)
-SUPERVISION_ATTR = "_priorkit_supervision"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,68 +59,13 @@ class LayerPrior:
         prior: Tensor,  # (B, L, L) or (B, H, L, L)
         kwargs: dict[str, Any],
     ) -> tuple[Tensor, Tensor | None]:
-        prior4 = modes.prior_as_4d(prior, query, key)  # (B, 1|H, L, L)
-        dtype, device, opts = query.dtype, query.device, self.options
+        """The layer's mode (from the registry) runs its maths on this call."""
         scaling = kwargs.get("scaling")
         if scaling is None:
             scaling = query.shape[-1] ** -0.5
-
-        def once(key_: tuple, make: Callable[[], Any]) -> Any:
-            """Derived from the prior and the mask alone: computed by the first prior layer of
-            this forward pass, reused by the others (see shared.py)."""
-            return shared.per_forward(prior, mask, (*key_, dtype, device), make)
-
-        if self.mode == "supervise":
-            # the stock computation; the prior only shapes the training loss
-            if module.training and torch.is_grad_enabled():
-                power = opts["power"]
-                parts = once(("supervise", self.heads, power),
-                             lambda: modes.supervision_parts(mask, prior4, self.heads, power))
-                kl = modes.supervision_kl(query, key, mask, prior4, scaling, self.heads, power, parts)
-                module.__dict__[SUPERVISION_ATTR] = kl * opts["weight"]
-            return base(module, query, key, value, mask, **kwargs)
-
-        dropout = kwargs.get("dropout", 0.0)
-        kernel = kernels.choose(query, module.training, dropout)
-        if self.mode in ("multiply", "gate"):
-            additive = once(("additive",), lambda: modes.additive_mask(mask, dtype))
-            if kernel == "flex":
-                factor = once(("P",), lambda: prior4.to(dtype))
-                if self.mode == "gate":
-                    heads_vec = self.head_vector(module, query, GATE_PARAM)
-                else:
-                    heads_vec = None if self.heads is None else once(
-                        ("selected", self.heads, query.shape[1]), lambda: self.selected(query))
-                return kernels.flex_forward(query, key, value, kernels.make_score_mod(
-                    factor=factor, factor_heads=heads_vec, additive=additive), scaling)
-            if self.mode == "multiply":
-                multiplier = once(("s*P", scaling, self.heads), lambda: modes.multiply_multiplier(
-                    prior4, scaling, modes.head_selector(query.shape[1], self.heads, device), dtype))
-            else:
-                centred = once(("P-1",), lambda: prior4.to(dtype) - 1)
-                multiplier = modes.gate_multiplier(prior4, scaling, self.head_vector(module, query, GATE_PARAM),
-                                                   dtype, centred)
-            return modes.eager_attention(module, query, key, value, multiplier, additive, dropout)
-
-        if self.mode == "bias":
-            lam, eps = opts["lam"], opts["eps"]
-            float_mask = once(("bias", lam, eps, self.heads), lambda: modes.bias_mask(
-                prior4, mask, lam, eps, modes.head_selector(query.shape[1], self.heads, device), dtype))
-            if kernel == "flex":
-                return kernels.flex_forward(query, key, value, kernels.make_score_mod(additive=float_mask), scaling)
-        else:  # learned_bias
-            eps = opts["eps"]
-            strength = self.head_vector(module, query, modes.LEARNABLE["learned_bias"])
-            log_p = once(("log P", eps), lambda: modes.log_prior(prior4, eps))
-            additive32 = once(("additive32",), lambda: modes.additive_mask(mask, torch.float32))
-            if kernel == "flex":
-                return kernels.flex_forward(query, key, value, kernels.make_score_mod(
-                    log_p=log_p, log_heads=strength, additive=additive32), scaling)
-            float_mask = modes.learned_bias_mask(prior4, mask, strength, eps, dtype, log_p, additive32)
-        if kernel == "eager":
-            one = once(("scaling", scaling), lambda: torch.tensor(scaling, dtype=dtype, device=device))
-            return modes.eager_attention(module, query, key, value, one, float_mask, dropout)
-        return base(module, query, key, value, float_mask, **kwargs)
+        call = Call(module, base, query, key, value, mask, prior, modes.prior_as_4d(prior, query, key), kwargs,
+                    scaling)
+        return get_mode(self.mode).attend(self, call)
 
     def selected(self, query: Tensor) -> Tensor:
         """(H,) 1 for the heads in ``heads=``, 0 elsewhere, in the query's dtype."""

@@ -1,4 +1,5 @@
-"""The maths of the three ways a prior P enters attention (pure torch, no transformers).
+"""The maths of the ways a prior P enters attention (pure torch, no transformers); the mode
+objects (priorkit/attention/mode.py, builtin_modes/) put them together.
 
 Notation: ``raw = Q K^T`` (B, H, L, L), ``s`` the model's scaling (1/sqrt(d) for
 BERT), ``A`` the additive padding mask (0 where allowed, dtype-min elsewhere),
@@ -32,19 +33,6 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from .errors import PriorShapeError
-
-#: mode name -> its options and their defaults
-MODE_OPTIONS: dict[str, dict[str, float]] = {
-    "multiply": {},
-    "bias": {"lam": 1.0, "eps": 1e-2},
-    "gate": {"init": 1.0},
-    "learned_bias": {"init": 0.0, "eps": 1e-2},
-    "supervise": {"weight": 0.1, "power": 1.0},
-}
-
-#: modes with one learnable parameter per (gated) head -> the parameter's name
-#: on the attention module (in the state dict as ``...attention.self.<name>``)
-LEARNABLE: dict[str, str] = {"gate": "prior_gate", "learned_bias": "prior_strength"}
 
 _HALF = (torch.float16, torch.bfloat16)
 

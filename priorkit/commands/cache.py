@@ -104,21 +104,22 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
                             header=not no_header, limit=limit)
     if not examples:
         raise click.UsageError(f"{dataset} holds no examples")
-    from ..align import tokenizer_fingerprint
+    from ..align import PriorBuilder, tokenizer_fingerprint
     from ..precompute import make_engine, run_precompute
-    from ..spec import PriorSpec
+    from ..spec import PriorSpec, PriorSpecError
     from .core import provider_option, tokenizer_source
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
     tok = tokenizer_source(tokenizer)
-    if preset == "paper" and single:
-        raise click.UsageError("--preset paper needs sentence pairs; this dataset has single sentences "
-                               "(use --provider NAME --layout full)")
-    if preset is None and (layout or "full") == "paper" and single:
-        raise click.UsageError("--layout paper needs sentence pairs; use --layout full")
     # without --provider, --preset paper means its own provider (priorkit.spec.PAPER_PROVIDER)
     spec = PriorSpec(provider=provider, params=_parse_params(params), preset=preset, layout=layout or "full")
-    builder = spec.build_builder(tok, provider=provider_option(spec.build_provider))
+    if single:
+        try:
+            spec.check_single_texts()
+        except PriorSpecError as exc:
+            raise click.UsageError(f"--{exc.field} paper: {exc} (this dataset has single sentences; "
+                                   "use --provider NAME --layout full)") from None
+    builder = PriorBuilder.from_spec(spec, tok, provider=provider_option(spec.build_provider))
     run_info = {
         "dataset": str(dataset),
         "dataset_checksum": file_checksum(dataset),

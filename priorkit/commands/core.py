@@ -224,7 +224,7 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
     if len(inputs) == 1 and looks_like_folder(inputs[0]):
         raise click.UsageError(f"{inputs[0]} looks like a run or model folder; give the text to show after it")
     text_a, text_b = inputs[0], (inputs[1] if len(inputs) > 1 else None)
-    from ..align import load_tokenizer
+    from ..align import PriorBuilder, load_tokenizer
     from ..spec import PriorSpec
 
     tok = load_tokenizer(tokenizer_source(tokenizer))
@@ -237,7 +237,7 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
     spec = PriorSpec(provider=provider, params=parsed, preset=None if preset == "none" else preset,
                      layout=layout or "full")
     prov = provider_option(spec.build_provider)
-    builder = spec.build_builder(tok, provider=prov, cache=cache, truncation=True, max_length=limit)
+    builder = PriorBuilder.from_spec(spec, tok, provider=prov, cache=cache, truncation=True, max_length=limit)
     full = len(tok(text_a, text_b, truncation=False, verbose=False)["input_ids"])
     if full > limit:
         why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"

@@ -40,12 +40,12 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     their share); 'full' is Spearman over all pairs with unknown ones set to
     the neutral value.
     """
-    from ..prior_eval import evaluate, provider_from_spec, read_word_pairs, results_table
+    from ..prior_eval import evaluate, provider_from_arg, read_word_pairs, results_table
 
     fill = _neutral(neutral)
     sets = [read_word_pairs(b) for b in (benchmarks or ("wordsim353", "simlex999"))]
     labels = list(dict.fromkeys(providers))
-    built = {spec: provider_from_spec(spec) for spec in labels}   # fail fast on a bad spec
+    built = {spec: provider_from_arg(spec) for spec in labels}   # fail fast on a bad spec
     quiet = json_out == "-"
     results = []
     from rich.console import Console

@@ -73,7 +73,7 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{cfg.name}: {result.spec.label}")
+    table = Table(title=f"{cfg.name}: {result.plan.label}")
     scores = result.metrics["metrics"]
     table.add_column("metric")
     for split in scores:
@@ -89,7 +89,7 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     else:
         click.echo("prior usage: not measured (this metrics.json predates it; `--steps evaluate --force` "
                    "measures it)")
-    click.echo(f"metrics: {result.spec.run_dir / 'metrics.json'}")
+    click.echo(f"metrics: {result.plan.run_dir / 'metrics.json'}")
 
 
 @click.command("sweep")
@@ -113,11 +113,11 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     from ..pipeline import sweep as sw
 
     if dry_run:
-        specs = sw.grid(cfg)
-        for spec in specs:
-            state = "scored" if (spec.run_dir / "metrics.json").exists() else "todo"
-            click.echo(f"{state:7s} {spec.label:40s} {spec.run_dir}")
-        click.echo(f"{len(specs)} runs")
+        plans = sw.grid(cfg)
+        for plan in plans:
+            state = "scored" if (plan.run_dir / "metrics.json").exists() else "todo"
+            click.echo(f"{state:7s} {plan.label:40s} {plan.run_dir}")
+        click.echo(f"{len(plans)} runs")
         return
     _quiet_transformers()
     if report_only:

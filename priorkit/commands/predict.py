@@ -36,6 +36,9 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
                     text_a, text_b, no_header, limit, no_cache, device, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
+    RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
+    folder, or a pipeline's output folder (runs/NAME) when it holds one run.
+
     Sentence-pair regression gives `score` on the labels' own scale,
     classification `label` and `probs`, NER `tags` per word and `entities`
     (spans). One record per input, in input order.

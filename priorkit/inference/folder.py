@@ -7,9 +7,11 @@ weights and the tokenizer files):
     everything needed to build the same priors at inference and to put the
     prior back into attention: the task (type, labels, label scale), the input
     kind (sentence pairs, single texts or words), the tokenizer's max length,
-    the prior (provider name, parameters, version, fingerprint, layout, keys,
-    neutral value, preset), the attention settings (mode, layers, heads,
-    options) and the cache the run read.  :func:`priorkit.load_model` reads it.
+    the prior (its :class:`~priorkit.spec.PriorSpec` as ``spec.to_dict()``, and
+    the provider's name, parameters, version and fingerprint), the attention
+    settings (mode, layers, heads, options) and the cache the run read.
+    :func:`priorkit.load_model` rebuilds the builder from the spec.  Format 1
+    (before the spec was stored whole: no ``within``, no stop words) still loads.
 
 ``README.md``
     a Hugging Face style model card: YAML front matter, the prior, the data,
@@ -25,15 +27,18 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import PriorkitError
+from ..spec import FIELDS, PriorSpec
+
 PRIORKIT_JSON = "priorkit.json"
 CARD = "README.md"
-FORMAT = 1
-#: files a loadable model folder must hold (weights: one of WEIGHTS)
-REQUIRED = ("config.json",)
+#: 2: the prior's PriorSpec stored whole (``prior.spec``); 1: hand-picked prior fields
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
+#: a loadable model folder holds config.json, one of WEIGHTS and TOKENIZER
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
            "pytorch_model.bin.index.json")
 TOKENIZER = ("tokenizer.json",)
-RUN_META = "priorkit-run.json"  # the pipeline's own record (priorkit.pipeline.train.MODEL_META)
 
 
 def command_line(argv: list[str] | None = None) -> str:
@@ -56,43 +61,41 @@ def input_kind(example: Mapping[str, Any] | None, task_type: str) -> str:
     return "pairs" if example.get("text_b") is not None else "single"
 
 
-def prior_description(prior: Any, cache: str | None, attention: Mapping[str, Any] | None) -> dict | None:
-    """The prior part of priorkit.json from a pipeline ``PriorConfig`` (None: no prior)."""
-    if prior is None:
+def prior_description(spec: PriorSpec | None, name: str | None, cache: str | None,
+                      attention: Mapping[str, Any] | None) -> dict | None:
+    """The prior part of priorkit.json (None: no prior): the spec whole, and what its
+    provider says about itself (name, parameters with defaults, version, fingerprint)."""
+    if spec is None:
         return None
-    from ..pipeline.train import make_provider
-
-    provider = make_provider(prior)
+    provider = spec.build_provider()
     d = provider.describe()
     return {
-        "name": prior.name,
-        "preset": prior.preset,
+        "spec": spec.to_dict(),
+        "name": name,
         "provider": d["name"],
         "params": d["params"],
         "provider_version": str(d["version"]),
         "plugin": d.get("plugin"),
         "fingerprint": provider.fingerprint,
-        "layout": "paper" if prior.preset == "paper" else prior.layout,
-        "keys": "paper" if prior.preset == "paper" else prior.keys,
-        "neutral": 1.0 if prior.preset == "paper" else float(prior.neutral),
-        "stop_words": "paper" if prior.preset == "paper" else None,
         "attention": dict(attention) if attention else None,
         "cache": cache,
     }
 
 
+def spec_from_info(prior: Mapping[str, Any]) -> PriorSpec:
+    """The PriorSpec of priorkit.json's ``prior`` (read_info has upgraded format 1)."""
+    return PriorSpec.from_dict(prior["spec"])
+
+
 def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, inputs: str,
                  command: str | None = None) -> dict[str, Any]:
-    """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``)."""
+    """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``,
+    whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own)."""
     from .. import __version__
-    from ..pipeline.config import config_from_dict
 
     task = meta["task"]
-    prior = None
-    if meta.get("prior") is not None:
-        own = {**meta["config"], "prior": meta["prior"],
-               "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items() if k not in ("priors", "baseline")}}
-        prior = config_from_dict(own, source=RUN_META).prior
+    setting = meta.get("prior")
+    spec = PriorSpec.from_dict({k: setting[k] for k in FIELDS if k in setting}) if setting else None
     data = (meta.get("config") or {}).get("data") or {}
     return {
         "format": FORMAT,
@@ -102,7 +105,7 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
                  "metric": task.get("metric")},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
-        "prior": prior_description(prior, meta.get("cache"), attention),
+        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache"), attention),
         "training": {
             "pipeline": meta.get("pipeline"),
             "prior_setting": meta.get("prior_name"),
@@ -151,21 +154,31 @@ def _write(path: Path, text: str) -> None:
 
 
 def read_info(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """priorkit.json of a model folder (format 1 upgraded to 2 in memory); None without one."""
     path = Path(folder) / PRIORKIT_JSON
     if not path.exists():
         return None
     try:
         info = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        from ..errors import PriorkitError
-
         raise PriorkitError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); "
                             "restore it from the run folder or train again") from None
-    if info.get("format") != FORMAT:
-        from ..errors import PriorkitError
-
-        raise PriorkitError(f"{path} has format {info.get('format')!r}; this priorkit reads format {FORMAT}")
+    if info.get("format") not in READABLE_FORMATS:
+        raise PriorkitError(f"{path} has format {info.get('format')!r}; this priorkit reads formats "
+                            f"{', '.join(map(str, READABLE_FORMATS))}: install the priorkit that wrote it")
+    if info["format"] == 1 and info.get("prior") is not None:
+        info["prior"] = _prior_from_format_1(info["prior"])
     return info
+
+
+def _prior_from_format_1(prior: Mapping[str, Any]) -> dict[str, Any]:
+    """Format 1 named the prior's fields one by one; they were all there was (no ``within``,
+    stop words only through the preset), so this spec builds what the model was trained with."""
+    spec = PriorSpec(provider=prior["provider"], params=dict(prior.get("params") or {}),
+                     preset=prior.get("preset"), layout=prior.get("layout", "full"),
+                     keys=prior.get("keys", "strip"), neutral=float(prior.get("neutral", 1.0)))
+    keep = ("name", "provider", "params", "provider_version", "plugin", "fingerprint", "attention", "cache")
+    return {"spec": spec.to_dict(), **{k: prior.get(k) for k in keep}}
 
 
 # ---------------------------------------------------------------------------
@@ -197,11 +210,13 @@ def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
     lines += ["## Prior", ""]
     if prior:
         att = prior.get("attention") or {}
+        spec = spec_from_info(prior)
+        built = spec.resolved()
         rows = [("provider", f"{prior['provider']} v{prior['provider_version']}"),
                 ("parameters", json.dumps(prior["params"], sort_keys=True)),
                 ("fingerprint", f"`{prior['fingerprint']}`"),
-                ("preset", prior.get("preset") or "-"), ("layout", prior["layout"]), ("keys", prior["keys"]),
-                ("neutral", f"{prior['neutral']:g}"),
+                ("preset", spec.preset or "-"), ("layout", built.layout), ("keys", built.keys),
+                ("neutral", f"{built.neutral:g}"), ("within", built.within),
                 ("attention", f"mode {att.get('mode')}, layers {att.get('layers')}, heads {att.get('heads') or 'all'}"
                               + (f", options {att.get('options')}" if att.get("options") else ""))]
         lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]

@@ -11,7 +11,6 @@ from typing import Any, Sequence
 from ..datasets import TaggedSentence, _lines, check_file, detect_format, read_dataset
 from ..errors import DataFormatError
 
-OUTPUT_FORMATS = ("jsonl", "csv", "tsv")
 _KIND_WORDS = {"pairs": "sentence pairs (two text columns)", "single": "one text per row",
                "words": "words to tag (NER)", "any": "texts or sentence pairs"}
 

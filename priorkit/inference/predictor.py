@@ -1,11 +1,11 @@
 """A trained model with its prior, ready to predict: :func:`load_model` and :class:`Predictor`.
 
-``priorkit.load_model(folder)`` takes a run folder or its ``model/`` folder and
-gives back the fine-tuned model with prior attention switched on again (the
-saved ``config.priorkit`` settings and any learnt gates), its tokenizer and the
-:class:`~priorkit.PriorBuilder` that makes the same priors as in training --
-from ``priorkit.json`` (or, for folders written before it existed, the
-pipeline's ``priorkit-run.json`` through :func:`priorkit.pipeline.train.load_trained`).
+``priorkit.load_model(folder)`` takes a model folder, a run folder (its
+``model/``) or a pipeline's output folder holding one run, and gives back the
+fine-tuned model with prior attention switched on again (the saved
+``config.priorkit`` settings and any learnt gates), its tokenizer and the
+:class:`~priorkit.PriorBuilder` that makes the same priors as in training: built
+from the :class:`~priorkit.spec.PriorSpec` stored in ``priorkit.json``.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import CacheError, PriorkitError
+from ..task_types import AUTO_CLASSES
 from . import folder as mf
 
 
@@ -29,13 +30,16 @@ class PredictionWarning(UserWarning):
 # finding and checking the folder
 # ---------------------------------------------------------------------------
 def resolve_folder(path: str | Path) -> Path:
-    """A run folder or model folder -> the model folder, checked; one-line errors name the missing file."""
+    """A model folder, run folder or pipeline output folder (one run) -> the model folder,
+    checked; one-line errors name the missing file (or the runs to choose from)."""
     path = Path(path).expanduser()
     if not path.exists():
-        raise PriorkitError(f"{path} does not exist; pass a run folder (runs/NAME/PRIOR/fracF/seedS) "
-                            "or its model/ folder")
+        raise PriorkitError(f"{path} does not exist; pass a run folder (runs/NAME/PRIOR/fracF/seedS), "
+                            "its model/ folder or a pipeline's output folder")
     if not path.is_dir():
         raise PriorkitError(f"{path} is a file; pass a run folder or a model folder")
+    if not (path / "config.json").exists() and not (path / "model").exists() and not (path / "run.json").exists():
+        path = _the_one_run(path)
     if (path / "model").is_dir() and not (path / "config.json").exists():
         path = path / "model"
     elif (path / "run.json").exists() and not (path / "model").exists():
@@ -49,10 +53,24 @@ def resolve_folder(path: str | Path) -> Path:
     if not any((path / t).exists() for t in mf.TOKENIZER):
         raise PriorkitError(f"{path / mf.TOKENIZER[0]} is missing: the folder has no (fast) tokenizer; "
                             "save it with tokenizer.save_pretrained(folder)")
-    if not (path / mf.PRIORKIT_JSON).exists() and not (path / mf.RUN_META).exists():
+    if not (path / mf.PRIORKIT_JSON).exists():
         raise PriorkitError(f"{path / mf.PRIORKIT_JSON} is missing: not a model folder written by priorkit "
                             "(for a plain transformers model use AutoModel... and PriorBuilder directly)")
     return path
+
+
+def _the_one_run(output: Path) -> Path:
+    """The run folder (PRIOR/fracF/seedS) of a pipeline's output folder that holds one; an
+    error listing them when it holds several.  Not an output folder: ``output`` unchanged."""
+    runs = sorted(p.parent for p in output.glob("*/frac*/seed*/run.json"))
+    if not runs:
+        return output
+    trained = [r for r in runs if (r / "model" / "config.json").exists()] or runs
+    if len(trained) == 1:
+        return trained[0]
+    names = ", ".join(str(r.relative_to(output)) for r in trained)
+    raise PriorkitError(f"{output} holds {len(trained)} runs ({names}); pass one of them, "
+                        f"e.g. {trained[0]}")
 
 
 @contextlib.contextmanager
@@ -81,18 +99,16 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
     """
     model_dir = resolve_folder(path)
     info = mf.read_info(model_dir)
-    if info is None:
-        return _from_run_meta(model_dir, device=device, use_cache=use_cache, max_length=max_length)
     import transformers
     from transformers import AutoTokenizer
 
     from ..align import load_tokenizer
-    from ..pipeline.tasks import TASKS
 
     task = info["task"]
-    if task["type"] not in TASKS:
-        raise PriorkitError(f"{model_dir / mf.PRIORKIT_JSON}: unknown task type {task['type']!r}")
-    auto = getattr(transformers, TASKS[task["type"]].auto_class)
+    if task["type"] not in AUTO_CLASSES:
+        raise PriorkitError(f"{model_dir / mf.PRIORKIT_JSON}: unknown task type {task['type']!r}; "
+                            f"this priorkit knows {', '.join(AUTO_CLASSES)}")
+    auto = getattr(transformers, AUTO_CLASSES[task["type"]])
     with _quiet_loading():
         model = auto.from_pretrained(str(model_dir))
         tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
@@ -101,32 +117,16 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
 
         enable_prior_attention(model)  # the saved settings and learnt gates
     ml = _max_length(max_length, info.get("max_length"), tokenizer, model)
-    builder = builder_from_info(info.get("prior"), tokenizer, ml, use_cache=use_cache, where=model_dir)
     from ..features import restore_features
 
     features = restore_features(model, model_dir, tokenizer, ml)  # token features and their weights
+    prior = info.get("prior")
+    if features is not None and prior is not None and prior.get("attention") is None:
+        prior = None  # token features only: the prior's provider feeds the features, not attention
+    builder = builder_from_info(prior, tokenizer, ml, use_cache=use_cache, where=model_dir)
     return Predictor(model, tokenizer, builder, task_type=task["type"], labels=task.get("labels"),
                      label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
                      max_length=ml, info=info, folder=model_dir, device=device, features=features)
-
-
-def _from_run_meta(model_dir: Path, *, device, use_cache, max_length) -> "Predictor":
-    """A folder with only the pipeline's priorkit-run.json (written before priorkit.json existed)."""
-    from ..pipeline.train import load_trained
-
-    with _quiet_loading():
-        trained = load_trained(model_dir, use_cache=use_cache)
-    meta = trained.meta
-    kind = mf.input_kind(None, trained.task.type)
-    if trained.builder is not None and trained.builder.layout != "paper" and kind == "pairs":
-        kind = "any"  # a full-layout prior takes single texts and pairs alike
-    ml = _max_length(max_length, meta.get("max_length"), trained.tokenizer, trained.model)
-    if trained.builder is not None:
-        trained.builder.tokenizer_kwargs.update(truncation=True, max_length=ml)
-    return Predictor(trained.model, trained.tokenizer, trained.builder, task_type=trained.task.type,
-                     labels=trained.task.labels, label_scale=float(trained.cfg.task.label_scale), inputs=kind,
-                     max_length=ml, info={"task": meta.get("task"), "prior": meta.get("prior")},
-                     folder=model_dir, device=device, features=trained.features)
 
 
 def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: Any) -> int:
@@ -145,13 +145,13 @@ def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: A
 
 def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, use_cache: bool = True,
                       where: Any = "") -> Any:
-    """The PriorBuilder described by priorkit.json's ``prior`` (None: no prior, or no attention prior)."""
-    if prior is None or ("attention" in prior and prior["attention"] is None):
+    """The PriorBuilder of priorkit.json's ``prior`` (None: no prior): its PriorSpec, built."""
+    if prior is None:
         return None
     from ..align import PriorBuilder
-    from ..plugins import get_provider
 
-    provider = get_provider(prior["provider"], **(prior.get("params") or {}))
+    spec = mf.spec_from_info(prior)
+    provider = spec.build_provider()
     if prior.get("fingerprint") and provider.fingerprint != prior["fingerprint"]:
         warnings.warn(
             f"{where}: the {prior['provider']} provider's fingerprint is now {provider.fingerprint}, the "
@@ -159,11 +159,7 @@ def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, us
             "priors may differ from those seen in training", PredictionWarning, stacklevel=3)
     if use_cache:
         provider = _cached(prior.get("cache"), provider)
-    kw = {"truncation": True, "max_length": max_length}
-    if prior.get("preset") == "paper":
-        return PriorBuilder.paper(tokenizer, provider=provider, **kw)
-    return PriorBuilder(tokenizer, provider, layout=prior.get("layout", "full"),
-                        neutral=float(prior.get("neutral", 1.0)), keys=prior.get("keys", "strip"), **kw)
+    return PriorBuilder.from_spec(spec, tokenizer, provider=provider, truncation=True, max_length=max_length)
 
 
 #: seconds to wait for a lock another process holds on the run's cache before computing instead

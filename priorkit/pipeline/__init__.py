@@ -23,7 +23,7 @@ _LAZY = {
     "run_sweep": "priorkit.pipeline.sweep",
     "load_trained": "priorkit.pipeline.train",
     "TrainedModel": "priorkit.pipeline.train",
-    "RunSpec": "priorkit.pipeline.train",
+    "RunPlan": "priorkit.pipeline.train",
     "load_data": "priorkit.pipeline.data",
     "make_task": "priorkit.pipeline.tasks",
 }

@@ -40,18 +40,18 @@ def load_data(cfg: PipelineConfig) -> dict[str, Split]:
     """All configured splits of ``cfg``: {"train": Split, "eval": ..., "test": ...}."""
     out: dict[str, Split] = {}
     for name in ("train", "eval", "test"):
-        spec = getattr(cfg.data, name)
-        if spec is None:
+        src = getattr(cfg.data, name)
+        if src is None:
             continue
         where = cfg.where(f"data.{name}")
-        examples, origin = read_source(spec, where, numeric_label=cfg.task.type == "regression")
-        examples = slice_examples(examples, spec)
+        examples, origin = read_source(src, where, numeric_label=cfg.task.type == "regression")
+        examples = slice_examples(examples, src)
         _check_kind(examples, cfg.task.type, name, where, origin)
         out[name] = Split(name, examples, origin, digest(examples))
     return out
 
 
-def read_source(spec: DataSource, where: str = "", numeric_label: bool = False
+def read_source(src: DataSource, where: str = "", numeric_label: bool = False
                 ) -> tuple[list[dict[str, Any]], str]:
     """Read one split (before ``limit``/``sample``); returns (examples, origin).
 
@@ -60,26 +60,26 @@ def read_source(spec: DataSource, where: str = "", numeric_label: bool = False
     """
     from .. import datasets as readers
 
-    if spec.hf is not None:
-        return read_hf(spec, where)
-    if spec.source == "stsb":
-        split = _STSB_SPLITS.get(spec.split or "train")
+    if src.hf is not None:
+        return read_hf(src, where)
+    if src.source == "stsb":
+        split = _STSB_SPLITS.get(src.split or "train")
         if split is None:
-            raise DataFormatError(f"{where}: STS-B has splits {', '.join(_STSB_SPLITS)}, not {spec.split!r}")
+            raise DataFormatError(f"{where}: STS-B has splits {', '.join(_STSB_SPLITS)}, not {src.split!r}")
         from ..resources import stsb_path
 
         path, fmt = stsb_path(split), "stsb"
-    elif spec.source == "bc5cdr":
-        split = _BC5CDR_SPLITS.get(spec.split or "train")
+    elif src.source == "bc5cdr":
+        split = _BC5CDR_SPLITS.get(src.split or "train")
         if split is None:
-            raise DataFormatError(f"{where}: BC5CDR has splits {', '.join(_BC5CDR_SPLITS)}, not {spec.split!r}")
+            raise DataFormatError(f"{where}: BC5CDR has splits {', '.join(_BC5CDR_SPLITS)}, not {src.split!r}")
         from ..resources import embedded
 
         path, fmt = embedded("bc5cdr", f"{split}.tsv"), "conll"
     else:
-        path = Path(spec.path).expanduser()
-        fmt = None if spec.format == "auto" else spec.format
-    columns = dict(spec.columns)
+        path = Path(src.path).expanduser()
+        fmt = None if src.format == "auto" else src.format
+    columns = dict(src.columns)
     header = bool(columns.pop("header", True))
     unknown = sorted(set(columns) - {"text_a", "text_b", "label"})
     if unknown:
@@ -89,15 +89,15 @@ def read_source(spec: DataSource, where: str = "", numeric_label: bool = False
     kwargs = {} if fmt in ("stsb", "conll") else {**columns, "header": header}
     try:
         if fmt is None or fmt not in ("stsb", "conll"):
-            rows = readers.read_dataset(path, fmt, limit=spec.limit, numeric_label=numeric_label, **kwargs)
+            rows = readers.read_dataset(path, fmt, limit=src.limit, numeric_label=numeric_label, **kwargs)
         else:
-            rows = readers.read_dataset(path, fmt, limit=spec.limit)
+            rows = readers.read_dataset(path, fmt, limit=src.limit)
     except DataFormatError as exc:
         raise DataFormatError(f"{exc} (configured at {where})") from None
     return [r.to_dict() for r in rows], str(path)
 
 
-def read_hf(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str]:
+def read_hf(src: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str]:
     """A Hugging Face ``datasets`` split mapped to priorkit's example dicts.
 
     ``columns`` names the dataset's columns: ``text_a``/``text_b``/``label`` for
@@ -109,15 +109,15 @@ def read_hf(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], st
         import datasets  # noqa: F401
     except ImportError:
         raise ResourceError(
-            f"{where}: data from the Hugging Face Hub ({spec.hf!r}) needs the `datasets` package: "
+            f"{where}: data from the Hugging Face Hub ({src.hf!r}) needs the `datasets` package: "
             "pip install datasets (and network access); or download the split and give path: FILE"
         ) from None
-    ds = datasets.load_dataset(spec.hf, spec.hf_config, split=spec.split or "train")
+    ds = datasets.load_dataset(src.hf, src.hf_config, split=src.split or "train")
     names = list(ds.column_names)
-    cols = dict(spec.columns)
-    origin = f"hf:{spec.hf}" + (f"/{spec.hf_config}" if spec.hf_config else "") + f":{spec.split or 'train'}"
-    if spec.limit is not None:
-        ds = ds.select(range(min(spec.limit, len(ds))))
+    cols = dict(src.columns)
+    origin = f"hf:{src.hf}" + (f"/{src.hf_config}" if src.hf_config else "") + f":{src.split or 'train'}"
+    if src.limit is not None:
+        ds = ds.select(range(min(src.limit, len(ds))))
 
     def pick(role: str, guesses: tuple[str, ...], required: bool) -> str | None:
         if role in cols:
@@ -154,15 +154,15 @@ def read_hf(spec: DataSource, where: str = "") -> tuple[list[dict[str, Any]], st
     return out, origin
 
 
-def slice_examples(examples: list[dict], spec: DataSource) -> list[dict]:
+def slice_examples(examples: list[dict], src: DataSource) -> list[dict]:
     """Apply ``sample`` (``limit`` was applied while reading)."""
-    if spec.sample is not None and spec.sample < len(examples):
-        rng = np.random.default_rng(spec.sample_seed)
-        keep = np.sort(rng.choice(len(examples), size=spec.sample, replace=False))
+    if src.sample is not None and src.sample < len(examples):
+        rng = np.random.default_rng(src.sample_seed)
+        keep = np.sort(rng.choice(len(examples), size=src.sample, replace=False))
         examples = [examples[i] for i in keep]
-    elif spec.sample is not None:
+    elif src.sample is not None:
         log.warning("data sample=%d asks for more than the %d examples there are; keeping all",
-                    spec.sample, len(examples))
+                    src.sample, len(examples))
     return examples
 
 

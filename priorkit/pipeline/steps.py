@@ -33,8 +33,8 @@ from ..jsonfile import read_json, write_json
 from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
-from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunSpec, cache_path, configure_torch,
-                    evaluate_run, load_trained, make_builder, spec_for_run, train_run)
+from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunPlan, cache_path, configure_torch,
+                    evaluate_run, load_trained, make_builder, plan_for_run, train_run)
 
 STEPS = ("precompute", "train", "evaluate", "report")
 
@@ -112,80 +112,80 @@ def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, split
 # ---------------------------------------------------------------------------
 # train
 # ---------------------------------------------------------------------------
-def metrics_valid(spec: RunSpec, splits: dict[str, Split]) -> dict | None:
+def metrics_valid(plan: RunPlan, splits: dict[str, Split]) -> dict | None:
     """``metrics.json`` if it was made from this run's settings and data, else None."""
-    m = _read_json(spec.run_dir / METRICS_FILE)
+    m = _read_json(plan.run_dir / METRICS_FILE)
     if not m:
         return None
-    key = spec.train_key(splits["train"])
-    if m.get("train_key") != key or m.get("eval_key") != spec.eval_key(key, splits):
+    key = plan.train_key(splits["train"])
+    if m.get("train_key") != key or m.get("eval_key") != plan.eval_key(key, splits):
         return None
     return m
 
 
-def model_valid(spec: RunSpec, key: str) -> bool:
-    meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META)
+def model_valid(plan: RunPlan, key: str) -> bool:
+    meta = _read_json(plan.run_dir / MODEL_DIR / MODEL_META)
     return bool(meta) and meta.get("train", {}).get("train_key") == key
 
 
-def _claim_run_dir(spec: RunSpec, key: str, force: bool) -> bool:
+def _claim_run_dir(plan: RunPlan, key: str, force: bool) -> bool:
     """Make sure the run folder belongs to this key; returns whether a resume is possible."""
-    run_file = spec.run_dir / RUN_FILE
+    run_file = plan.run_dir / RUN_FILE
     info = _read_json(run_file)
     if info is not None and info.get("train_key") != key:
         if not force:
             raise PriorkitError(
-                f"{spec.run_dir} holds a run made with other settings (train key {info.get('train_key')} "
+                f"{plan.run_dir} holds a run made with other settings (train key {info.get('train_key')} "
                 f"vs {key}: model, task, prior, training settings, number of processes, seed or data changed). Delete the folder, "
                 "choose another output_dir, or pass --force to retrain there."
             )
-        shutil.rmtree(spec.run_dir)
+        shutil.rmtree(plan.run_dir)
         info = None
     elif info is not None and force:
-        shutil.rmtree(spec.run_dir)
+        shutil.rmtree(plan.run_dir)
         info = None
     if info is None:
         _write_json(run_file, {
-            "train_key": key, "pipeline": spec.cfg.name, "prior_name": spec.prior_name,
-            "fraction": spec.fraction, "seed": spec.seed, "created": _now(),
+            "train_key": key, "pipeline": plan.cfg.name, "prior_name": plan.prior_name,
+            "fraction": plan.fraction, "seed": plan.seed, "created": _now(),
         })
-        (spec.run_dir / "config.yaml").write_text(_run_config_yaml(spec))
+        (plan.run_dir / "config.yaml").write_text(_run_config_yaml(plan))
         return False
     return True
 
 
-def _run_config_yaml(spec: RunSpec) -> str:
+def _run_config_yaml(plan: RunPlan) -> str:
     import yaml
 
-    d = spec.cfg.to_dict()
-    d["prior"] = dataclasses.asdict(spec.prior) if spec.prior is not None else None
-    d["train"]["fraction"] = spec.fraction
-    d["train"]["seed"] = spec.seed
+    d = plan.cfg.to_dict()
+    d["prior"] = dataclasses.asdict(plan.prior) if plan.prior is not None else None
+    d["train"]["fraction"] = plan.fraction
+    d["train"]["seed"] = plan.seed
     d.pop("sweep", None)
     return ("# the settings of this run (priorkit pipeline "
-            f"{spec.cfg.name}: {spec.label})\n") + yaml.safe_dump(d, sort_keys=False)
+            f"{plan.cfg.name}: {plan.label})\n") + yaml.safe_dump(d, sort_keys=False)
 
 
-def _prepare_train(spec: RunSpec, splits: dict[str, Split], force: bool) -> StepOutcome | bool:
+def _prepare_train(plan: RunPlan, splits: dict[str, Split], force: bool) -> StepOutcome | bool:
     """A "skipped" outcome, or whether training resumes (the run folder is claimed)."""
-    key = spec.train_key(splits["train"])
-    if not force and metrics_valid(spec, splits) is not None:
+    key = plan.train_key(splits["train"])
+    if not force and metrics_valid(plan, splits) is not None:
         return StepOutcome("train", "skipped", detail="metrics.json is up to date")
-    if not force and model_valid(spec, key):
-        return StepOutcome("train", "skipped", detail=f"model in {spec.run_dir / MODEL_DIR}")
-    resumable = _claim_run_dir(spec, key, force)
+    if not force and model_valid(plan, key):
+        return StepOutcome("train", "skipped", detail=f"model in {plan.run_dir / MODEL_DIR}")
+    resumable = _claim_run_dir(plan, key, force)
     from .train import last_checkpoint
 
-    return resumable and last_checkpoint(spec.run_dir) is not None
+    return resumable and last_checkpoint(plan.run_dir) is not None
 
 
-def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
+def train_step(plan: RunPlan, splits: dict[str, Split], *, force: bool = False,
                callbacks: Sequence[Any] = ()) -> StepOutcome:
-    resume = ranks.on_main(_prepare_train, spec, splits, force)  # one decision for every process
+    resume = ranks.on_main(_prepare_train, plan, splits, force)  # one decision for every process
     if isinstance(resume, StepOutcome):
         return resume
     t0 = time.perf_counter()
-    summary = train_run(spec, splits, resume=resume, callbacks=callbacks)
+    summary = train_run(plan, splits, resume=resume, callbacks=callbacks)
     status = "resumed" if summary["resumed_from"] else "done"
     return StepOutcome("train", status, time.perf_counter() - t0,
                        f"{summary['examples']} examples, {summary['steps']} steps, loss {summary['train_loss']:.4f}"
@@ -195,46 +195,46 @@ def train_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
 # ---------------------------------------------------------------------------
 # evaluate
 # ---------------------------------------------------------------------------
-def _prepare_evaluate(spec: RunSpec, splits: dict[str, Split], force: bool) -> StepOutcome | None:
-    if not force and metrics_valid(spec, splits) is not None:
+def _prepare_evaluate(plan: RunPlan, splits: dict[str, Split], force: bool) -> StepOutcome | None:
+    if not force and metrics_valid(plan, splits) is not None:
         return StepOutcome("evaluate", "skipped", detail="metrics.json is up to date")
-    if not model_valid(spec, spec.train_key(splits["train"])):
-        raise PriorkitError(f"{spec.run_dir}: no trained model for these settings; run the train step first")
+    if not model_valid(plan, plan.train_key(splits["train"])):
+        raise PriorkitError(f"{plan.run_dir}: no trained model for these settings; run the train step first")
     return None
 
 
-def evaluate_step(spec: RunSpec, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
+def evaluate_step(plan: RunPlan, splits: dict[str, Split], *, force: bool = False) -> StepOutcome:
     """Score the saved model; with several processes each scores a shard and the main one writes."""
-    skipped = ranks.on_main(_prepare_evaluate, spec, splits, force)
+    skipped = ranks.on_main(_prepare_evaluate, plan, splits, force)
     if skipped is not None:
         return skipped
     t0 = time.perf_counter()
-    trained = load_trained(spec.run_dir / MODEL_DIR)
-    scores = evaluate_run(spec, splits, trained=trained)  # the Trainer gathers every process's predictions
-    usage = ranks.on_main(_prior_usage, spec, splits, trained)
-    return ranks.on_main(_write_metrics, spec, splits, scores, t0, usage)
+    trained = load_trained(plan.run_dir / MODEL_DIR)
+    scores = evaluate_run(plan, splits, trained=trained)  # the Trainer gathers every process's predictions
+    usage = ranks.on_main(_prior_usage, plan, splits, trained)
+    return ranks.on_main(_write_metrics, plan, splits, scores, t0, usage)
 
 
-def _prior_usage(spec: RunSpec, splits: dict[str, Split], trained: Any) -> dict | None:
+def _prior_usage(plan: RunPlan, splits: dict[str, Split], trained: Any) -> dict | None:
     """Whether the model uses its prior, on a fixed sample of the reported split (prior_usage.py)."""
     from .prior_usage import measure
 
-    split = spec.cfg.sweep.split if spec.cfg.sweep.split in splits else spec.cfg.evaluate[0]
+    split = plan.cfg.sweep.split if plan.cfg.sweep.split in splits else plan.cfg.evaluate[0]
     return measure(trained, splits[split].examples, split)
 
 
-def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: float,
+def _write_metrics(plan: RunPlan, splits: dict[str, Split], scores: dict, t0: float,
                    usage: dict | None = None) -> StepOutcome:
-    key = spec.train_key(splits["train"])
-    meta = _read_json(spec.run_dir / MODEL_DIR / MODEL_META) or {}
+    key = plan.train_key(splits["train"])
+    meta = _read_json(plan.run_dir / MODEL_DIR / MODEL_META) or {}
     metrics = {
-        "pipeline": spec.cfg.name,
-        "prior": spec.prior_name,
-        "fraction": spec.fraction,
-        "seed": spec.seed,
-        "metric": spec.cfg.task.metric,
+        "pipeline": plan.cfg.name,
+        "prior": plan.prior_name,
+        "fraction": plan.fraction,
+        "seed": plan.seed,
+        "metric": plan.cfg.task.metric,
         "train_key": key,
-        "eval_key": spec.eval_key(key, splits),
+        "eval_key": plan.eval_key(key, splits),
         "train": meta.get("train"),
         "splits": {s: {"origin": splits[s].origin, "examples": len(splits[s]), "digest": splits[s].digest}
                    for s in splits},
@@ -242,18 +242,18 @@ def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: fl
         "prior_usage": usage,
         "created": _now(),
     }
-    _write_json(spec.run_dir / METRICS_FILE, metrics)
+    _write_json(plan.run_dir / METRICS_FILE, metrics)
     from .trackers import log_scores
 
-    log_scores(spec, scores, usage)  # the scores beside the training curves (train.report_to)
+    log_scores(plan, scores, usage)  # the scores beside the training curves (train.report_to)
     from ..inference.folder import add_scores
 
-    add_scores(spec.run_dir / MODEL_DIR, scores)  # into priorkit.json and the model card
-    if not spec.cfg.train.keep_model:
-        shutil.rmtree(spec.run_dir / MODEL_DIR, ignore_errors=True)
-    main = scores[spec.cfg.sweep.split if spec.cfg.sweep.split in scores else spec.cfg.evaluate[0]]
+    add_scores(plan.run_dir / MODEL_DIR, scores)  # into priorkit.json and the model card
+    if not plan.cfg.train.keep_model:
+        shutil.rmtree(plan.run_dir / MODEL_DIR, ignore_errors=True)
+    main = scores[plan.cfg.sweep.split if plan.cfg.sweep.split in scores else plan.cfg.evaluate[0]]
     return StepOutcome("evaluate", "done", time.perf_counter() - t0,
-                       f"{spec.cfg.task.metric} {main[spec.cfg.task.metric]:.4f}")
+                       f"{plan.cfg.task.metric} {main[plan.cfg.task.metric]:.4f}")
 
 
 # ---------------------------------------------------------------------------
@@ -261,37 +261,37 @@ def _write_metrics(spec: RunSpec, splits: dict[str, Split], scores: dict, t0: fl
 # ---------------------------------------------------------------------------
 @dataclasses.dataclass
 class RunResult:
-    spec: RunSpec
+    plan: RunPlan
     outcomes: list[StepOutcome]
     metrics: dict
 
 
-def run_one(spec: RunSpec, splits: dict[str, Split], *, force: bool = False,
+def run_one(plan: RunPlan, splits: dict[str, Split], *, force: bool = False,
             steps: tuple[str, ...] = ("train", "evaluate"), log: Log = print,
             callbacks: Sequence[Any] = ()) -> RunResult:
     """Train and evaluate one run (each step skipped when its outputs are valid)."""
     outcomes = []
     for step in steps:
         if step == "train":
-            outcome = train_step(spec, splits, force=force, callbacks=callbacks)
+            outcome = train_step(plan, splits, force=force, callbacks=callbacks)
         elif step == "evaluate":
-            outcome = evaluate_step(spec, splits, force=force)
+            outcome = evaluate_step(plan, splits, force=force)
         else:
             continue
-        log(_describe(spec, outcome))
+        log(_describe(plan, outcome))
         outcomes.append(outcome)
         force = False  # a forced train makes the following steps stale anyway
-    metrics = _read_json(spec.run_dir / METRICS_FILE) or {}
-    return RunResult(spec, outcomes, metrics)
+    metrics = _read_json(plan.run_dir / METRICS_FILE) or {}
+    return RunResult(plan, outcomes, metrics)
 
 
 def _silent(message: str) -> None:
     pass
 
 
-def _describe(spec: RunSpec, o: StepOutcome) -> str:
+def _describe(plan: RunPlan, o: StepOutcome) -> str:
     took = f" in {o.seconds:.1f}s" if o.seconds else ""
-    return f"[{spec.label}] {o.step}: {o.status}{took}" + (f" ({o.detail})" if o.detail else "")
+    return f"[{plan.label}] {o.step}: {o.status}{took}" + (f" ({o.detail})" if o.detail else "")
 
 
 def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: bool = False,
@@ -303,29 +303,29 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
     unknown = [s for s in steps if s not in STEPS]
     if unknown:
         raise PriorkitError(f"unknown step(s) {unknown}; steps are {', '.join(STEPS)}")
-    spec = spec_for_run(cfg, prior_name)
+    plan = plan_for_run(cfg, prior_name)
     configure_torch(cfg)  # joins the process group of a multi-process launch
     if not ranks.is_main():
         log = _silent  # one voice: the main process reports for all
     splits = load_data(cfg)
-    log(f"pipeline {cfg.name}: {spec.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
+    log(f"pipeline {cfg.name}: {plan.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
     outcomes = []
     if "precompute" in steps:
-        o = precompute_step(cfg, spec.prior_name, spec.prior, splits, force=force, log=log)
-        log(_describe(spec, o))
+        o = precompute_step(cfg, plan.prior_name, plan.prior, splits, force=force, log=log)
+        log(_describe(plan, o))
         outcomes.append(o)
-    result = run_one(spec, splits, force=force, steps=tuple(s for s in steps if s in ("train", "evaluate")),
+    result = run_one(plan, splits, force=force, steps=tuple(s for s in steps if s in ("train", "evaluate")),
                      log=log, callbacks=callbacks)
     result.outcomes[:0] = outcomes
     if "report" in steps and result.metrics:
-        report = ranks.on_main(write_run_report, spec, result.metrics)
+        report = ranks.on_main(write_run_report, plan, result.metrics)
         result.outcomes.append(StepOutcome("report", "done", detail=str(report)))
     return result
 
 
-def write_run_report(spec: RunSpec, metrics: dict) -> Path:
+def write_run_report(plan: RunPlan, metrics: dict) -> Path:
     """A small Markdown summary beside metrics.json."""
-    lines = [f"# {spec.cfg.name}: {spec.label}", ""]
+    lines = [f"# {plan.cfg.name}: {plan.label}", ""]
     for split, scores in metrics.get("metrics", {}).items():
         lines += [f"## {split}", "", "| metric | value |", "|---|---|"]
         lines += [f"| {k} | {v:.4f} |" for k, v in scores.items() if isinstance(v, float)]
@@ -334,6 +334,6 @@ def write_run_report(spec: RunSpec, metrics: dict) -> Path:
     if tr:
         lines.append(f"Trained on {tr.get('examples')} examples, {tr.get('steps')} steps, "
                      f"{tr.get('seconds')} s on {tr.get('device')} ({tr.get('threads')} threads).")
-    path = spec.run_dir / "report.md"
+    path = plan.run_dir / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

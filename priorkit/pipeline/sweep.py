@@ -26,11 +26,11 @@ import numpy as np
 
 from ..stats import Paired, paired
 from . import curve, ranks
-from .config import PipelineConfig
+from .config import PipelineConfig, for_fraction, prior_settings
 from .curve import Comparison
 from .data import load_data
 from .steps import Log, _silent, precompute_step, run_one
-from .train import RunSpec, configure_torch
+from .train import RunPlan, configure_torch
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"
 
@@ -114,10 +114,10 @@ class SweepResult:
     files: dict[str, Path]
 
 
-def grid(cfg: PipelineConfig) -> list[RunSpec]:
+def grid(cfg: PipelineConfig) -> list[RunPlan]:
     """All runs of the sweep, fraction-major so early results are comparable across settings."""
-    settings = cfg.prior_settings()
-    return [RunSpec(cfg.for_fraction(fraction, prior), name, prior, fraction, seed)
+    settings = prior_settings(cfg)
+    return [RunPlan(for_fraction(cfg, fraction, prior), name, prior, fraction, seed)
             for fraction in cfg.sweep.fractions
             for seed in cfg.sweep.seeds
             for name, prior in settings.items()]
@@ -133,33 +133,33 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
     if not ranks.is_main():
         log = _silent
     splits = load_data(cfg)
-    settings = cfg.prior_settings()
-    specs = grid(cfg)
+    settings = prior_settings(cfg)
+    plans = grid(cfg)
     log(f"sweep {cfg.name}: {len(cfg.sweep.fractions)} fraction(s) x {len(cfg.sweep.seeds)} seed(s) x "
-        f"{len(settings)} prior setting(s) = {len(specs)} runs; data "
+        f"{len(settings)} prior setting(s) = {len(plans)} runs; data "
         + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
     for name, prior in settings.items():
         outcome = precompute_step(cfg, name, prior, splits, force=force, log=log)
         if outcome.status != "n/a":
             log(f"[{name}] precompute: {outcome.status}" + (f" ({outcome.detail})" if outcome.detail else ""))
-    for i, spec in enumerate(specs, start=1):
-        log(f"run {i}/{len(specs)}: {spec.label}")
-        run_one(spec, splits, force=force, log=log)
-    rows = collect_rows(cfg, specs)
+    for i, plan in enumerate(plans, start=1):
+        log(f"run {i}/{len(plans)}: {plan.label}")
+        run_one(plan, splits, force=force, log=log)
+    rows = collect_rows(cfg, plans)
     return ranks.on_main(write_reports, cfg, rows)
 
 
-def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
+def collect_rows(cfg: PipelineConfig, plans: Sequence[RunPlan]) -> list[dict[str, Any]]:
     """One flat row per scored run (missing runs are left out)."""
     import json
 
     rows = []
-    for spec in specs:
-        path = spec.run_dir / "metrics.json"
+    for plan in plans:
+        path = plan.run_dir / "metrics.json"
         if not path.exists():
             continue
         m = json.loads(path.read_text())
-        row: dict[str, Any] = {"prior": spec.prior_name, "fraction": spec.fraction, "seed": spec.seed}
+        row: dict[str, Any] = {"prior": plan.prior_name, "fraction": plan.fraction, "seed": plan.seed}
         train = m.get("train") or {}
         row["train_examples"] = train.get("examples")
         row["train_seconds"] = train.get("seconds")
@@ -172,7 +172,7 @@ def collect_rows(cfg: PipelineConfig, specs: Sequence[RunSpec]) -> list[dict[str
             for k, v in scores.items():
                 if k not in ("examples", "seconds"):
                     row[f"{split}_{k}"] = v
-        row["run_dir"] = str(spec.run_dir)
+        row["run_dir"] = str(plan.run_dir)
         rows.append(row)
     return rows
 
@@ -210,7 +210,7 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     out.mkdir(parents=True, exist_ok=True)
     metric = cfg.task.metric
     column = f"{cfg.sweep.split}_{metric}"
-    priors = list(cfg.prior_settings())
+    priors = list(prior_settings(cfg))
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
     write_csv(rows, files["csv"])

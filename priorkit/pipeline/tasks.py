@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import PriorkitError
+from ..task_types import AUTO_CLASSES
 from .config import TaskConfig
 
 
@@ -22,8 +23,6 @@ class Task:
     """Base class: subclasses set ``type`` and implement the four methods."""
 
     type: str = ""
-    #: the transformers Auto class of the model head
-    auto_class: str = "AutoModelForSequenceClassification"
     #: higher is better for every metric except these
     lower_is_better: frozenset[str] = frozenset({"mse"})
 
@@ -51,7 +50,7 @@ class Task:
     def load_model(self, name_or_path: str, **kwargs: Any):
         import transformers
 
-        auto = getattr(transformers, self.auto_class)
+        auto = getattr(transformers, AUTO_CLASSES[self.type])  # the head inference loads, too
         return auto.from_pretrained(name_or_path, **self.model_kwargs(), **kwargs)
 
     # -- metrics ---------------------------------------------------------
@@ -132,7 +131,6 @@ class TokenClassificationTask(Task):
     """
 
     type = "token-classification"
-    auto_class = "AutoModelForTokenClassification"
 
     def fit_labels(self, examples: Sequence[dict]) -> None:
         if self.labels is None:

@@ -101,40 +101,40 @@ def study_store(cfg: Any, root: Path) -> None:
     os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", f"{cfg.name}-tune")
 
 
-def _mlflow_run(spec: Any) -> str:
+def _mlflow_run(plan: Any) -> str:
     """The MLflow run of this priorkit run: created once, its id kept in trackers.json."""
     from mlflow.tracking import MlflowClient
 
-    state = _state(spec.run_dir)
-    uri = _mlflow_uri(spec.cfg)
+    state = _state(plan.run_dir)
+    uri = _mlflow_uri(plan.cfg)
     if state.get("mlflow_run_id") and state.get("mlflow_uri") == uri:
         return state["mlflow_run_id"]
     client = MlflowClient(tracking_uri=uri)
-    experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or spec.cfg.name
+    experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or plan.cfg.name
     found = client.get_experiment_by_name(experiment)
     experiment_id = found.experiment_id if found else client.create_experiment(experiment)
-    run = client.create_run(experiment_id, run_name=spec.label.replace(" ", "_"),
-                            tags={"priorkit.run_dir": str(spec.run_dir), "priorkit.prior": spec.prior_name, "priorkit.fraction": str(spec.fraction),
-                                  "priorkit.seed": str(spec.seed)})
+    run = client.create_run(experiment_id, run_name=plan.label.replace(" ", "_"),
+                            tags={"priorkit.run_dir": str(plan.run_dir), "priorkit.prior": plan.prior_name, "priorkit.fraction": str(plan.fraction),
+                                  "priorkit.seed": str(plan.seed)})
     client.set_terminated(run.info.run_id)  # the Trainer's callback reopens it
     state.update(mlflow_run_id=run.info.run_id, mlflow_uri=uri, mlflow_experiment=experiment)
-    spec.run_dir.mkdir(parents=True, exist_ok=True)
-    (spec.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    (plan.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
     return run.info.run_id
 
 
-def prepare(spec: Any) -> list[str]:
+def prepare(plan: Any) -> list[str]:
     """The ``report_to`` list for this run's Trainer, with the trackers' places set (see the module doc).
 
     Sets the environment the Trainer's callbacks read (TensorBoard when the Trainer is
     made, MLflow when training begins); :class:`RestoreEnvironment` puts it back.
     """
-    wanted = names(spec.cfg.train.report_to)
+    wanted = names(plan.cfg.train.report_to)
     if not wanted:
         return []
-    why = problem(spec.cfg.train.report_to)
+    why = problem(plan.cfg.train.report_to)
     if why:
-        raise PriorkitError(f"{spec.cfg.where('train.report_to')}: {why}")
+        raise PriorkitError(f"{plan.cfg.where('train.report_to')}: {why}")
     from . import ranks
 
     _before.clear()
@@ -142,10 +142,10 @@ def prepare(spec: Any) -> list[str]:
     if not ranks.is_main():
         return wanted  # the trackers' callbacks log from the main process only
     if "tensorboard" in wanted:
-        os.environ["TENSORBOARD_LOGGING_DIR"] = str(spec.run_dir / TENSORBOARD_DIR)
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(plan.run_dir / TENSORBOARD_DIR)
     if "mlflow" in wanted:
-        os.environ["MLFLOW_TRACKING_URI"] = _mlflow_uri(spec.cfg)
-        os.environ["MLFLOW_RUN_ID"] = _mlflow_run(spec)
+        os.environ["MLFLOW_TRACKING_URI"] = _mlflow_uri(plan.cfg)
+        os.environ["MLFLOW_RUN_ID"] = _mlflow_run(plan)
     return wanted
 
 
@@ -171,21 +171,21 @@ def restore_environment() -> Any:
     return RestoreEnvironment()
 
 
-def log_scores(spec: Any, scores: dict[str, dict[str, float]], usage: dict | None) -> list[str]:
+def log_scores(plan: Any, scores: dict[str, dict[str, float]], usage: dict | None) -> list[str]:
     """Add the evaluate step's scores (``<split>/<metric>``) to the run's trackers; returns their names."""
-    wanted = names(spec.cfg.train.report_to)
+    wanted = names(plan.cfg.train.report_to)
     if not wanted:
         return []
     values = {f"{split}/{k}": float(v) for split, s in scores.items() for k, v in s.items()
               if isinstance(v, (int, float)) and k not in ("examples", "seconds")}
     if usage and usage.get("shift") is not None:
         values["prior_usage/shift"] = float(usage["shift"])
-    step = int(((_read_meta(spec) or {}).get("train") or {}).get("steps") or 0)
+    step = int(((_read_meta(plan) or {}).get("train") or {}).get("steps") or 0)
     done = []
     if "tensorboard" in wanted:
         from torch.utils.tensorboard import SummaryWriter
 
-        writer = SummaryWriter(log_dir=str(spec.run_dir / TENSORBOARD_DIR))
+        writer = SummaryWriter(log_dir=str(plan.run_dir / TENSORBOARD_DIR))
         for k, v in values.items():
             writer.add_scalar(k, v, step)
         writer.close()
@@ -193,18 +193,18 @@ def log_scores(spec: Any, scores: dict[str, dict[str, float]], usage: dict | Non
     if "mlflow" in wanted:
         from mlflow.tracking import MlflowClient
 
-        run_id = _mlflow_run(spec)
-        client = MlflowClient(tracking_uri=_state(spec.run_dir).get("mlflow_uri") or _mlflow_uri(spec.cfg))
+        run_id = _mlflow_run(plan)
+        client = MlflowClient(tracking_uri=_state(plan.run_dir).get("mlflow_uri") or _mlflow_uri(plan.cfg))
         for k, v in values.items():
             client.log_metric(run_id, k, v, step=step)
         done.append("mlflow")
     return done
 
 
-def _read_meta(spec: Any) -> dict | None:
-    from .train import MODEL_DIR, MODEL_META
+def _read_meta(plan: Any) -> dict | None:
+    from .layout import MODEL_DIR, MODEL_META
 
     try:
-        return json.loads((spec.run_dir / MODEL_DIR / MODEL_META).read_text())
+        return json.loads((plan.run_dir / MODEL_DIR / MODEL_META).read_text())
     except (OSError, ValueError):
         return None

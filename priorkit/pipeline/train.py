@@ -16,7 +16,7 @@ The model in ``model/`` carries its prior-attention settings in config.json
 :func:`load_trained` gives back a model that behaves exactly as in training.
 
 The module is over 500 lines because training, saving, reloading and scoring
-one run share the run folder's layout, :class:`RunSpec` and the prior wiring
+one run share the run folder's layout, :class:`RunPlan` and the prior wiring
 (builder, collator, attention); split apart, each half would import the other.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import shutil
 import time
 from pathlib import Path
@@ -34,356 +33,18 @@ import numpy as np
 import torch
 
 from ..errors import PriorkitError
-from . import ranks, trackers
-from .config import PipelineConfig, PriorConfig, config_from_dict, digest
-from .data import Split, fraction_indices
+from . import ranks
+from .config import PipelineConfig, PriorConfig, config_from_dict
+from .data import Split
+from .plan import (METRICS_FILE, MODEL_DIR, MODEL_META, NO_PRIOR, RUN_FILE, RunPlan,  # noqa: F401
+                   plan_for_run, prior_identity)
 from .tasks import Task, make_task
+from .trainer import (TRACE_ENV, ListDataset, SeededLengthGroupedSampler, _token_lengths, gate_param_group,  # noqa: F401
+                      make_trainer)
+from .wiring import (cache_path, configure_torch, enable_prior, make_builder, make_collator,  # noqa: F401
+                     make_provider, model_source)
 
 log = logging.getLogger(__name__)
-
-RUN_FILE = "run.json"
-MODEL_DIR = "model"
-MODEL_META = "priorkit-run.json"
-METRICS_FILE = "metrics.json"
-NO_PRIOR = "none"
-
-#: train-section fields that do not change what a run learns (not in its key)
-_NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
-                 "device", "dataloader_workers", "progress", "eval_batch_size")
-
-
-# ---------------------------------------------------------------------------
-# identity of a run
-# ---------------------------------------------------------------------------
-@dataclasses.dataclass
-class RunSpec:
-    """One cell of a sweep: which prior setting, which fraction, which seed."""
-
-    cfg: PipelineConfig
-    prior_name: str
-    prior: PriorConfig | None
-    fraction: float
-    seed: int
-
-    @property
-    def run_dir(self) -> Path:
-        return self.cfg.out_dir / self.prior_name / f"frac{self.fraction:g}" / f"seed{self.seed}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.prior_name} fraction={self.fraction:g} seed={self.seed}"
-
-    def train_indices(self, n: int) -> np.ndarray:
-        tc = self.cfg.train
-        return fraction_indices(n, self.fraction, mode=tc.subset, seed=self.seed, subset_seed=tc.subset_seed)
-
-    def train_key(self, train: Split) -> str:
-        """Everything that changes the trained weights, hashed."""
-        idx = self.train_indices(len(train))
-        train_cfg = {k: v for k, v in dataclasses.asdict(self.cfg.train).items() if k not in _NON_SEMANTIC}
-        train_cfg.update(fraction=self.fraction, seed=self.seed)
-        if ranks.world_size() > 1:  # the effective batch grows with it (absent for one process: old keys hold)
-            train_cfg["world_size"] = ranks.world_size()
-        return digest({
-            "model": dataclasses.asdict(self.cfg.model),
-            "task": dataclasses.asdict(self.cfg.task),
-            "prior": prior_identity(self.prior),
-            "train": train_cfg,
-            "data": [train.digest, digest(idx.tolist())],
-        })
-
-    def eval_key(self, train_key: str, splits: dict[str, Split]) -> str:
-        return digest({"train": train_key, "splits": {s: splits[s].digest for s in self.cfg.evaluate}})
-
-
-def prior_identity(prior: PriorConfig | None) -> Any:
-    """The parts of a prior setting that change values (not its label or cache file)."""
-    if prior is None:
-        return None
-    d = dataclasses.asdict(prior)
-    d.pop("name", None)
-    d.pop("cache", None)
-    if not d.get("train"):  # absent before per-prior train fields existed: old keys hold
-        d.pop("train", None)
-    if d.get("features") is None:  # absent before token features existed: old keys hold
-        d.pop("features", None)
-    if d.get("within") == "all":  # the default, absent before `within` existed: old keys hold
-        d.pop("within", None)
-    return d
-
-
-def spec_for_run(cfg: PipelineConfig, prior_name: str | None = None) -> RunSpec:
-    """The single run ``priorkit run`` does: ``train.fraction``, ``train.seed`` and a prior."""
-    if prior_name is None:
-        prior = cfg.prior
-        name = (prior.name or "prior") if prior is not None else NO_PRIOR
-    else:
-        settings = cfg.prior_settings()
-        if prior_name not in settings:
-            raise PriorkitError(
-                f"{cfg.source}: no prior setting {prior_name!r}; sweep.priors has {', '.join(settings)}"
-            )
-        prior, name = settings[prior_name], prior_name
-    return RunSpec(cfg.for_fraction(cfg.train.fraction, prior), name, prior, cfg.train.fraction, cfg.train.seed)
-
-
-# ---------------------------------------------------------------------------
-# building blocks
-# ---------------------------------------------------------------------------
-def configure_torch(cfg: PipelineConfig) -> str:
-    """Threads and device; returns the device name the Trainer will use.
-
-    Processes started together on one machine (torchrun) share its cores, so
-    each takes its share rather than all of them; they join their process
-    group here (:func:`ranks.init`), before any step needs a barrier.
-    """
-    tc = cfg.train
-    threads = tc.threads or max(1, _usable_cores() // ranks.local_world_size())
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-    device = _pick_device(cfg)
-    ranks.init(device)
-    return device
-
-
-def _pick_device(cfg: PipelineConfig) -> str:
-    tc = cfg.train
-    if tc.device != "auto":
-        if tc.device == "cuda" and not torch.cuda.is_available():
-            raise PriorkitError(f"{cfg.where('train.device')}: train.device is cuda but no CUDA device is visible")
-        return tc.device
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1  # what this process may use (containers, taskset)
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
-
-
-def model_source(cfg: PipelineConfig) -> str:
-    if cfg.model.name_or_path:
-        return cfg.model.name_or_path
-    from ..resources import minilm_path
-
-    return str(minilm_path())
-
-
-def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:
-    if prior is None or prior.cache is None:
-        return None
-    if prior.cache == "auto":
-        return cfg.out_dir / "cache" / "priors.duckdb"
-    return Path(prior.cache).expanduser()
-
-
-def make_provider(prior: PriorConfig):
-    return prior.spec().build_provider()
-
-
-def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
-    """The :class:`PriorBuilder` of a prior setting (None for no prior or no attention prior)."""
-    if prior is None or prior.attention is None:
-        return None
-    path = cache_path(cfg, prior) if use_cache else None
-    cache = str(path) if path is not None and path.exists() else None
-    return prior.spec().build_builder(tokenizer, cache=cache, truncation=True, max_length=cfg.model.max_length)
-
-
-def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
-    if prior is None or prior.attention is None:
-        return model
-    from ..attention import enable_prior_attention
-
-    a = prior.attention
-    return enable_prior_attention(model, layers=a.layers, mode=a.mode, heads=a.heads, **a.options)
-
-
-def make_collator(cfg: PipelineConfig, tokenizer: Any, builder: Any):
-    from ..collator import PriorCollator
-
-    # store=True: every epoch after the first assembles the priors from memory (same tensors,
-    # no tokenising or aligning again; see priorkit/aligned_store.py)
-    return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder,
-                         store=builder is not None, truncation=True, max_length=cfg.model.max_length)
-
-
-#: env var naming a folder: each process appends the index of every training example it loads
-#: to ``examples-rank<R>.txt`` there -- to check what each process of a multi-process run saw
-TRACE_ENV = "PRIORKIT_TRACE_EXAMPLES"
-
-
-class ListDataset(torch.utils.data.Dataset):
-    """A list of example dicts as a map-style dataset (the Trainer needs ``len``).
-
-    ``trace``: a file to which every loaded index is appended (see :data:`TRACE_ENV`).
-    """
-
-    def __init__(self, rows: Sequence[dict], trace: str | os.PathLike | None = None) -> None:
-        self.rows = list(rows)
-        self.trace = trace
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: int) -> dict:
-        if self.trace is not None:
-            with open(self.trace, "a") as fh:  # per item: DataLoader workers may load it too
-                fh.write(f"{i}\n")
-        return self.rows[i]
-
-
-def _trace_file() -> Path | None:
-    folder = os.environ.get(TRACE_ENV)
-    if not folder:
-        return None
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    return Path(folder) / f"examples-rank{ranks.rank()}.txt"
-
-
-class SeededLengthGroupedSampler:
-    """Length-grouped order drawn from ``seed + epoch``, identical in every process.
-
-    With several processes accelerate hands every process its own batches of
-    one shared order, so all processes must draw the same order.  The stock
-    ``LengthGroupedSampler`` draws from the global RNG, which drifts apart
-    between processes once their batches (of different lengths) have drawn
-    dropout masks; this one does not, and a resumed run redraws the same order.
-    """
-
-    def __init__(self, batch_size: int, lengths: Sequence[int], seed: int) -> None:
-        self.batch_size, self.lengths, self.seed, self.epoch = batch_size, list(lengths), seed, 0
-
-    def set_epoch(self, epoch: int) -> None:  # called by the Trainer through accelerate
-        self.epoch = int(epoch)
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self):
-        from transformers.trainer_pt_utils import get_length_grouped_indices
-
-        g = torch.Generator()
-        g.manual_seed(self.seed + self.epoch)
-        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=g))
-
-
-def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> list[int]:
-    if "words" in rows[0]:
-        enc = tokenizer([r["words"] for r in rows], is_split_into_words=True, truncation=True,
-                        max_length=max_length)
-    else:
-        b = [r["text_b"] for r in rows] if rows[0].get("text_b") is not None else None
-        enc = tokenizer([r["text_a"] for r in rows], b, truncation=True, max_length=max_length)
-    return [len(ids) for ids in enc["input_ids"]]
-
-
-def make_trainer(spec: RunSpec, model: Any, tokenizer: Any, collator: Any, device: str,
-                 train_rows: Sequence[dict] | None = None, eval_rows: Sequence[dict] | None = None,
-                 compute_metrics: Any = None):
-    """A ``Trainer`` configured from the pipeline's ``train`` section.
-
-    ``eval_rows`` (with ``compute_metrics``): scored after every epoch, the scores going to
-    the callbacks' ``on_evaluate`` (``priorkit tune`` prunes on them).
-    """
-    from transformers import Trainer, TrainingArguments
-    from transformers.trainer_pt_utils import LengthGroupedSampler
-
-    from ..attention import supervision_loss
-    from ..features.pipeline import param_group as feature_param_group
-
-    tc = spec.cfg.train
-    warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
-    reporting = trackers.prepare(spec) if train_rows else []  # docs/pipelines.md, "Trackers"
-    args = TrainingArguments(
-        output_dir=str(spec.run_dir / "checkpoints"),
-        num_train_epochs=tc.epochs,
-        max_steps=tc.max_steps,
-        learning_rate=tc.learning_rate,
-        per_device_train_batch_size=tc.batch_size,
-        per_device_eval_batch_size=tc.eval_batch_size,
-        gradient_accumulation_steps=tc.gradient_accumulation,
-        warmup_steps=warmup,
-        weight_decay=tc.weight_decay,
-        max_grad_norm=tc.max_grad_norm,
-        seed=spec.seed,
-        data_seed=spec.seed,
-        save_strategy=tc.save,
-        save_steps=tc.save_steps,
-        save_total_limit=1,  # the newest checkpoint is all a resume needs
-        logging_strategy="steps",
-        logging_steps=tc.logging_steps,
-        eval_strategy="epoch" if eval_rows else "no",
-        report_to=reporting or "none",
-        remove_unused_columns=False,  # the raw text must reach PriorCollator
-        disable_tqdm=not tc.progress,
-        use_cpu=device == "cpu",
-        dataloader_num_workers=tc.dataloader_workers,
-        fp16=tc.precision == "fp16" and device == "cuda",
-        bf16=tc.precision == "bf16" and device == "cuda",
-    )
-    lengths = (_token_lengths(collator.tokenizer, train_rows, spec.cfg.model.max_length)
-               if tc.group_by_length and train_rows else None)
-    gate_lr = spec.prior.attention.learning_rate if spec.prior is not None and spec.prior.attention else None
-
-    class PriorTrainer(Trainer):
-        """Length-grouped batches from token counts (the rows hold raw text, not ids); the
-        ``supervise`` mode's auxiliary loss added to the task loss."""
-
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
-                                                 num_items_in_batch=num_items_in_batch)
-            extra = supervision_loss(model)
-            if extra is not None:
-                loss = loss + extra.to(loss.dtype)
-            return (loss, outputs) if return_outputs else loss
-
-        def create_optimizer(self, model=None):
-            optimizer = super().create_optimizer(model)
-            if gate_lr is not None:
-                gate_param_group(optimizer, model if model is not None else self.model, gate_lr)
-            feature_param_group(optimizer, model if model is not None else self.model, spec.prior)
-            return optimizer
-
-        def _get_train_sampler(self, train_dataset=None):
-            # Several processes: accelerate shards the batches of this sampler (BatchSamplerShard),
-            # so it must give every process the same order; one process keeps the stock sampler.
-            if lengths is None:
-                return super()._get_train_sampler(train_dataset)  # random: accelerate seeds it per epoch
-            size = self.args.train_batch_size * self.args.gradient_accumulation_steps
-            if self.args.world_size > 1:
-                return SeededLengthGroupedSampler(size, lengths, seed=self.args.data_seed)
-            return LengthGroupedSampler(size, lengths=lengths)
-
-    dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
-    return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
-                        processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
-                        compute_metrics=compute_metrics,
-                        callbacks=[trackers.restore_environment()] if reporting else None)
-
-
-def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
-    """Move the learnable prior parameters (gates, strengths) into their own parameter
-    group (learning rate ``lr``, no weight decay, which would pull them towards 0).  Call
-    before the first step and before the scheduler is made: the scheduler scales every
-    group's rate by the same factor.  Returns how many tensors moved."""
-    from ..attention import prior_parameters
-
-    gates = {id(p) for _, p in prior_parameters(model) if p.requires_grad}
-    if not gates:
-        raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
-                            "parameters: enable the prior with mode: gate or learned_bias")
-    moved = []
-    for group in optimizer.param_groups:
-        moved += [p for p in group["params"] if id(p) in gates]
-        group["params"] = [p for p in group["params"] if id(p) not in gates]
-    optimizer.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
-    return len(moved)
 
 
 # ---------------------------------------------------------------------------
@@ -415,7 +76,7 @@ def last_checkpoint(run_dir: Path) -> Path | None:
     return max(ckpts, key=lambda p: int(p.name.split("-")[-1]))
 
 
-def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
+def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
               callbacks: Sequence[Any] = (), eval_each_epoch: str | None = None) -> dict[str, Any]:
     """Fine-tune one run and save ``model/``; returns a training summary.
 
@@ -429,20 +90,20 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
 
     from ..features.pipeline import features_for_run, wrap_collator
 
-    cfg = spec.cfg
+    cfg = plan.cfg
     device = configure_torch(cfg)
     train = splits["train"]
     task = fit_task(cfg, train)
-    rows = [task.encode(train.examples[i]) for i in spec.train_indices(len(train))]
-    key = spec.train_key(train)
+    rows = [task.encode(train.examples[i]) for i in plan.train_indices(len(train))]
+    key = plan.train_key(train)
     source = model_source(cfg)
 
-    set_seed(spec.seed)  # the new head's initial weights depend on it: same for every prior setting
+    set_seed(plan.seed)  # the new head's initial weights depend on it: same for every prior setting
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = task.load_model(source)
-    enable_prior(model, spec.prior)
-    features = features_for_run(spec.prior, model, tokenizer, cfg.model.max_length)
-    builder = make_builder(cfg, spec.prior, tokenizer)
+    enable_prior(model, plan.prior)
+    features = features_for_run(plan.prior, model, tokenizer, cfg.model.max_length)
+    builder = make_builder(cfg, plan.prior, tokenizer)
     collator = wrap_collator(make_collator(cfg, tokenizer, builder), features)
     eval_rows = compute_metrics = None
     if eval_each_epoch is not None:
@@ -452,11 +113,11 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         def compute_metrics(pred: Any) -> dict[str, float]:
             return task.score(pred.predictions, pred.label_ids, scored)
 
-    trainer = make_trainer(spec, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
+    trainer = make_trainer(plan, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
     for callback in callbacks:
         trainer.add_callback(callback)
 
-    checkpoint = last_checkpoint(spec.run_dir) if resume else None
+    checkpoint = last_checkpoint(plan.run_dir) if resume else None
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = time.perf_counter() - t0
@@ -472,14 +133,14 @@ def train_run(spec: RunSpec, splits: dict[str, Split], *, resume: bool = True,
         "threads": torch.get_num_threads(),
         "world_size": int(trainer.args.world_size),
     }
-    _save_model(spec, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), features=features)
+    _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), features=features)
 
     history = trainer.state.log_history
 
     def write_log() -> None:
-        (spec.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
+        (plan.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
         if not cfg.train.keep_checkpoints:
-            shutil.rmtree(spec.run_dir / "checkpoints", ignore_errors=True)
+            shutil.rmtree(plan.run_dir / "checkpoints", ignore_errors=True)
 
     ranks.on_main(write_log)
     del trainer, model
@@ -500,7 +161,7 @@ def _input_kind(train: Split, task: Task) -> str:
     return input_kind(train.examples[0] if train.examples else None, task.type)
 
 
-def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary: dict,
+def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary: dict,
                 inputs: str = "pairs", features: Any = None) -> None:
     """Write ``model/`` atomically: a half-written model never looks finished.
 
@@ -508,17 +169,17 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
     only (under FSDP/DeepSpeed all processes must take part in gathering the
     weights); the rest is the main process's, and the others wait for it.
     """
-    final = spec.run_dir / MODEL_DIR
-    tmp = spec.run_dir / (MODEL_DIR + ".partial")
+    final = plan.run_dir / MODEL_DIR
+    tmp = plan.run_dir / (MODEL_DIR + ".partial")
     ranks.on_main(shutil.rmtree, tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
 
     def finish() -> None:
         tokenizer.save_pretrained(str(tmp))
-        meta = run_metadata(spec, task)
+        meta = run_metadata(plan, task)
         meta["train"] = summary
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
-        (tmp / "priorkit-pipeline.yaml").write_text(spec.cfg.to_yaml())
+        (tmp / "priorkit-pipeline.yaml").write_text(plan.cfg.to_yaml())
         from ..inference.folder import write_model_files
 
         write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
@@ -531,21 +192,21 @@ def _save_model(spec: RunSpec, trainer: Any, tokenizer: Any, task: Task, summary
     ranks.on_main(finish)
 
 
-def run_metadata(spec: RunSpec, task: Task) -> dict[str, Any]:
-    path = cache_path(spec.cfg, spec.prior)
+def run_metadata(plan: RunPlan, task: Task) -> dict[str, Any]:
+    path = cache_path(plan.cfg, plan.prior)
     return {
         "format": 1,
-        "pipeline": spec.cfg.name,
-        "prior_name": spec.prior_name,
-        "prior": dataclasses.asdict(spec.prior) if spec.prior is not None else None,
+        "pipeline": plan.cfg.name,
+        "prior_name": plan.prior_name,
+        "prior": dataclasses.asdict(plan.prior) if plan.prior is not None else None,
         "cache": str(path.resolve()) if path is not None else None,
-        "fraction": spec.fraction,
-        "seed": spec.seed,
-        "task": dataclasses.asdict(spec.cfg.task),
+        "fraction": plan.fraction,
+        "seed": plan.seed,
+        "task": dataclasses.asdict(plan.cfg.task),
         "labels": task.labels,
-        "model_source": spec.cfg.model.name_or_path,
-        "max_length": spec.cfg.model.max_length,
-        "config": spec.cfg.to_dict(),
+        "model_source": plan.cfg.model.name_or_path,
+        "max_length": plan.cfg.model.max_length,
+        "config": plan.cfg.to_dict(),
     }
 
 
@@ -644,26 +305,26 @@ def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tu
     return np.asarray(pred.predictions)[back], label_ids
 
 
-def evaluate_run(spec: RunSpec, splits: dict[str, Split], *, trained: TrainedModel | None = None
+def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedModel | None = None
                  ) -> dict[str, dict[str, float]]:
     """Score the run's saved model on every split in ``evaluate``."""
-    device = configure_torch(spec.cfg)
-    trained = trained or load_trained(spec.run_dir / MODEL_DIR)
+    device = configure_torch(plan.cfg)
+    trained = trained or load_trained(plan.run_dir / MODEL_DIR)
     collator = trained.collator()
-    trainer = make_trainer(spec, trained.model, trained.tokenizer, collator, device)
+    trainer = make_trainer(plan, trained.model, trained.tokenizer, collator, device)
     out: dict[str, dict[str, float]] = {}
-    for name in spec.cfg.evaluate:
+    for name in plan.cfg.evaluate:
         split = splits[name]
         rows = [trained.task.encode(e) for e in split.examples]
         t0 = time.perf_counter()
-        pred, label_ids = predict_by_length(trainer, rows, spec.cfg.model.max_length)
+        pred, label_ids = predict_by_length(trainer, rows, plan.cfg.model.max_length)
         metrics = trained.task.score(pred, label_ids, split.examples)
         metrics["examples"] = float(len(rows))
         metrics["seconds"] = round(time.perf_counter() - t0, 2)
         out[name] = metrics
     del trainer
     _release_memory()
-    ckpt_dir = spec.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
+    ckpt_dir = plan.run_dir / "checkpoints"  # the eval-only Trainer creates its output_dir
 
     def tidy() -> None:
         if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):

@@ -14,9 +14,9 @@ See docs/cache.md.
 from __future__ import annotations
 
 from .local import DEFAULT_BATCH_SIZE, LocalEngine, precompute
+from .engines import ENGINES, make_engine
 from .plan import Block, base_provider, collect_pairs, compute_batch, example_inputs, plan_batches, plan_blocks
-from .run import (ENGINES, BatchReport, Engine, PrecomputeSummary, _progress, make_engine,  # noqa: F401
-                  record_failure, run_precompute)
+from .run import BatchReport, Engine, PrecomputeSummary, record_failure, run_precompute
 
 __all__ = ["precompute", "PrecomputeSummary", "BatchReport", "Block", "collect_pairs", "plan_blocks",
            "plan_batches", "compute_batch", "example_inputs", "base_provider", "record_failure",

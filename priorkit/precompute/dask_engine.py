@@ -46,8 +46,8 @@ from ..align.words import WordKeys
 from ..cache import Pair, PriorCache
 from ..errors import CacheError, PriorkitError
 from ..provider import PriorProvider
-from .dask_worker import (_FP_KEY, MAX_WORKER_PROVIDERS, ProviderSpec, ShardReport, build_provider,  # noqa: F401
-                          compute_shard, pack_blocks, provider_spec, shard_name, unpack_blocks, worker_provider,
+from .dask_worker import (_FP_KEY, MAX_WORKER_PROVIDERS, ProviderRecipe, ShardReport, build_provider,  # noqa: F401
+                          compute_shard, pack_blocks, provider_recipe, shard_name, unpack_blocks, worker_provider,
                           write_shard)
 from .plan import Block, plan_batches
 from .run import BatchReport, Engine, PrecomputeSummary, run_precompute
@@ -221,8 +221,8 @@ class DaskEngine(Engine):
     def bind(self, cache: PriorCache, provider: PriorProvider) -> None:
         super().bind(cache, provider)
         self.fp = provider.fingerprint
-        self.spec = provider_spec(provider)
-        build_provider(self.spec, "this process (the driver)")  # workers rebuild it the same way
+        self.recipe = provider_recipe(provider)
+        build_provider(self.recipe, "this process (the driver)")  # workers rebuild it the same way
         folder = Path(self.shard_dir) if self.shard_dir is not None else default_shard_dir(cache)
         self.folder = folder.expanduser().absolute() / self.fp  # workers may run elsewhere, in another folder
 
@@ -256,7 +256,7 @@ class DaskEngine(Engine):
             return
         fp, folder = self.fp, self.folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.futures = [self.client.submit(compute_shard, self.spec, pack_blocks(blocks),
+        self.futures = [self.client.submit(compute_shard, self.recipe, pack_blocks(blocks),
                                            str(folder / shard_name(run_id, i)),
                                            key=f"priorkit-{fp}-run{run_id}-shard{i}", pure=False)
                         for i, blocks in enumerate(batches, start=1)]
@@ -335,7 +335,7 @@ def _close(client: Any, cluster: Any) -> None:
                 thing.close()
 
 
-__all__ = ["precompute_distributed", "DaskEngine", "DistributedSummary", "ProviderSpec", "ShardReport",
-           "provider_spec", "build_provider", "worker_provider", "compute_shard", "pack_blocks", "unpack_blocks",
+__all__ = ["precompute_distributed", "DaskEngine", "DistributedSummary", "ProviderRecipe", "ShardReport",
+           "provider_recipe", "build_provider", "worker_provider", "compute_shard", "pack_blocks", "unpack_blocks",
            "write_shard", "ingest_shards", "leftover_shards", "default_shard_dir", "start_client",
            "import_distributed", "DEFAULT_SHARD_SIZE"]

@@ -35,9 +35,9 @@ _FP_KEY = b"priorkit.fingerprint"
 
 
 @dataclasses.dataclass(frozen=True)
-class ProviderSpec:
+class ProviderRecipe:
     """What a worker needs to rebuild a provider: its :class:`PriorSpec` (registered
-    name and parameters, nested providers as ProviderSpecs) and the fingerprint it must have."""
+    name and parameters, nested providers as ProviderRecipes) and the fingerprint it must have."""
 
     prior: PriorSpec
     fingerprint: str
@@ -51,15 +51,15 @@ class ProviderSpec:
         return self.prior.params
 
 
-def provider_spec(provider: PriorProvider) -> ProviderSpec:
-    return ProviderSpec(PriorSpec(provider=provider.name, params=_portable(provider.params)), provider.fingerprint)
+def provider_recipe(provider: PriorProvider) -> ProviderRecipe:
+    return ProviderRecipe(PriorSpec(provider=provider.name, params=_portable(provider.params)), provider.fingerprint)
 
 
 def _portable(value: Any) -> Any:
     if isinstance(value, PriorProvider):
         from ..cache import CachedProvider
 
-        return provider_spec(value.provider if isinstance(value, CachedProvider) else value)  # rebuild what it wraps
+        return provider_recipe(value.provider if isinstance(value, CachedProvider) else value)  # rebuild what it wraps
     if isinstance(value, dict):
         return {k: _portable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -68,7 +68,7 @@ def _portable(value: Any) -> Any:
 
 
 def _rebuild(value: Any, where: str) -> Any:
-    if isinstance(value, ProviderSpec):
+    if isinstance(value, ProviderRecipe):
         return build_provider(value, where)
     if isinstance(value, dict):
         return {k: _rebuild(v, where) for k, v in value.items()}
@@ -77,33 +77,33 @@ def _rebuild(value: Any, where: str) -> Any:
     return value
 
 
-def build_provider(spec: ProviderSpec, where: str = "this process") -> PriorProvider:
-    """The provider of ``spec`` from the plug-in manager; its fingerprint must match.
+def build_provider(recipe: ProviderRecipe, where: str = "this process") -> PriorProvider:
+    """The provider of ``recipe`` from the plug-in manager; its fingerprint must match.
 
     Raises :class:`PluginError` naming ``where`` when the provider is not
     registered there or comes out different (other data, other plug-in version).
     """
     try:
-        provider = dataclasses.replace(spec.prior, params=_rebuild(spec.params, where)).build_provider()
+        provider = dataclasses.replace(recipe.prior, params=_rebuild(recipe.params, where)).build_provider()
         fingerprint = provider.fingerprint
     except (PriorkitError, TypeError, ValueError, OSError) as exc:
         if isinstance(exc, PluginError) and str(exc).startswith("--engine dask"):
             raise  # a nested provider's failure, already explained
-        raise PluginError(_rebuild_failed(spec, where, exc)) from exc
-    if fingerprint != spec.fingerprint:
+        raise PluginError(_rebuild_failed(recipe, where, exc)) from exc
+    if fingerprint != recipe.fingerprint:
         raise PluginError(
-            f"--engine dask: {where} rebuilt provider {spec.name!r} from its parameters "
+            f"--engine dask: {where} rebuilt provider {recipe.name!r} from its parameters "
             f"{provider.describe()['params']} but got fingerprint {fingerprint}, not the driver's "
-            f"{spec.fingerprint}: its plug-in version or data differ. Install the same priorkit, "
+            f"{recipe.fingerprint}: its plug-in version or data differ. Install the same priorkit, "
             "plug-ins and data on every worker"
         )
     return provider
 
 
-def _rebuild_failed(spec: ProviderSpec, where: str, exc: Exception) -> str:
+def _rebuild_failed(recipe: ProviderRecipe, where: str, exc: Exception) -> str:
     return (
         f"--engine dask rebuilds the provider on every worker from its registered name and "
-        f"parameters, but {where} cannot build {spec.name!r}: {exc}. Register the provider through a "
+        f"parameters, but {where} cannot build {recipe.name!r}: {exc}. Register the provider through a "
         "plug-in that the workers load too (an installed entry point, or a plug-in file in "
         "PRIORKIT_PLUGINS_DIR set for the workers), or use --engine local"
     )
@@ -114,24 +114,24 @@ _BUILDS: collections.Counter[str] = collections.Counter()
 _PROVIDERS_LOCK = threading.Lock()
 
 
-def worker_provider(spec: ProviderSpec) -> PriorProvider:
-    """This process's provider for ``spec``, built and loaded on first use only.
+def worker_provider(recipe: ProviderRecipe) -> PriorProvider:
+    """This process's provider for ``recipe``, built and loaded on first use only.
 
     Kept in a module-level map keyed by fingerprint, so every later shard in
     the same worker process reuses the loaded data (WordNet index, embeddings).
     """
     with _PROVIDERS_LOCK:
-        provider = _PROVIDERS.get(spec.fingerprint)
+        provider = _PROVIDERS.get(recipe.fingerprint)
         if provider is None:
             where = f"Dask worker {socket.gethostname()} (PID {os.getpid()})"
-            provider = build_provider(spec, where)
+            provider = build_provider(recipe, where)
             provider.ensure_loaded()
-            _PROVIDERS[spec.fingerprint] = provider
-            _BUILDS[spec.fingerprint] += 1
+            _PROVIDERS[recipe.fingerprint] = provider
+            _BUILDS[recipe.fingerprint] += 1
             while len(_PROVIDERS) > MAX_WORKER_PROVIDERS:
                 _PROVIDERS.popitem(last=False)
         else:
-            _PROVIDERS.move_to_end(spec.fingerprint)
+            _PROVIDERS.move_to_end(recipe.fingerprint)
         return provider
 
 
@@ -192,16 +192,16 @@ def unpack_blocks(packed: bytes) -> list[Block]:
             for left, right, rows, cols in pickle.loads(packed)]
 
 
-def compute_shard(spec: ProviderSpec, blocks: bytes, path: str) -> ShardReport:
+def compute_shard(recipe: ProviderRecipe, blocks: bytes, path: str) -> ShardReport:
     """The task a worker runs: compute ``blocks`` (see :func:`pack_blocks`) with this
     process's provider and write them to ``path``."""
     t0 = time.perf_counter()
-    provider = worker_provider(spec)
+    provider = worker_provider(recipe)
     pairs, values = compute_batch(provider, unpack_blocks(blocks))
-    write_shard(path, pairs, values, spec.fingerprint)
+    write_shard(path, pairs, values, recipe.fingerprint)
     return ShardReport(path=str(path), pairs=len(pairs), seconds=time.perf_counter() - t0,
-                       host=socket.gethostname(), pid=os.getpid(), builds=_BUILDS[spec.fingerprint])
+                       host=socket.gethostname(), pid=os.getpid(), builds=_BUILDS[recipe.fingerprint])
 
 
-__all__ = ["ProviderSpec", "ShardReport", "provider_spec", "build_provider", "worker_provider", "compute_shard",
+__all__ = ["ProviderRecipe", "ShardReport", "provider_recipe", "build_provider", "worker_provider", "compute_shard",
            "pack_blocks", "unpack_blocks", "write_shard", "shard_name", "MAX_WORKER_PROVIDERS"]

@@ -36,7 +36,6 @@ from ..errors import PriorkitError
 from ..provider import PriorProvider
 from .plan import Block, base_provider, collect_pairs
 
-ENGINES = ("local", "dask")
 
 
 @dataclasses.dataclass
@@ -193,22 +192,6 @@ def run_precompute(examples: Iterable[Any], builder: WordKeys, cache: PriorCache
     ))
 
 
-def make_engine(engine: str = "local", **options: Any) -> Engine:
-    """An engine by name: ``local`` (options: batch_size, min_density) or ``dask``
-    (options: client, scheduler, workers, shard_size, shard_dir, min_density,
-    connect_timeout).  Options left at None take the engine's defaults."""
-    options = {k: v for k, v in options.items() if v is not None}
-    if engine == "local":
-        from .local import LocalEngine
-
-        return LocalEngine(**options)
-    if engine == "dask":
-        from .dask_engine import DaskEngine
-
-        return DaskEngine(**options)
-    raise PriorkitError(f"unknown precompute engine {engine!r}; choose one of {', '.join(ENGINES)}")
-
-
 def record_failure(cache: PriorCache, run_id: int, exc: BaseException, *, pairs: int, new: int, t0: float,
                    prefix: str = "") -> None:
     """Mark a run ``interrupted`` (Ctrl-C) or ``failed`` with the error in its message.
@@ -243,5 +226,4 @@ class _progress:
             self._bar.__exit__(*exc)
 
 
-__all__ = ["run_precompute", "make_engine", "Engine", "PrecomputeSummary", "BatchReport", "record_failure",
-           "ENGINES"]
+__all__ = ["run_precompute", "Engine", "PrecomputeSummary", "BatchReport", "record_failure"]

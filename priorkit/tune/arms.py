@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +28,7 @@ from ..pipeline.data import load_data
 from ..pipeline.tasks import is_better
 from . import space as sp
 from . import study as st
+from .sampler import apply_sampler, check_sampler, grid_size, uses_grid
 
 Log = Callable[[str], None]
 ARMS_DIR = "arms"
@@ -159,45 +159,6 @@ def prepare_arms(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> dict[st
         spec = cfg.tune.arms[name]
         out[name] = Arm(name, ctx, not (spec.prior is None or spec.prior == "none"), spec.control_of)
     return out
-
-
-# ---------------------------------------------------------------------------
-# sampling: a grid when the space is finite and the budget covers it
-# ---------------------------------------------------------------------------
-def grid_space(dims: list[sp.Dimension]) -> dict[str, list] | None:
-    """Every field's labels when all fields are unconditional choices, else None."""
-    if not dims or any(not d.categorical or d.space.when for d in dims):
-        return None
-    return {d.path: list(d.labels) for d in dims}
-
-
-def grid_size(dims: list[sp.Dimension]) -> int | None:
-    space = grid_space(dims)
-    return None if space is None else math.prod(len(v) for v in space.values())
-
-
-def uses_grid(cfg: PipelineConfig, dims: list[sp.Dimension], auto: bool = True) -> bool:
-    """``sampler: grid``, or (``auto``) when the space is a finite grid the budget covers."""
-    size = grid_size(dims)
-    return size is not None and (cfg.tune.sampler == "grid" or (auto and cfg.tune.trials >= size))
-
-
-def check_sampler(cfg: PipelineConfig, arm: str | None, dims: list[sp.Dimension]) -> None:
-    if cfg.tune.sampler == "grid" and grid_space(dims) is None:
-        what = f"arm {arm!r}'s space" if arm else "tune.space"
-        raise ConfigError(f"{cfg.where('tune.sampler')}: tune.sampler: grid needs {what} to be choices "
-                          "without `when` (ranges have no grid); use tpe or random")
-
-
-def apply_sampler(study, cfg: PipelineConfig, dims: list[sp.Dimension], auto: bool = True) -> int:
-    """Put a grid sampler on ``study`` when :func:`uses_grid`; returns the trials to run
-    (the grid size when that is smaller than ``tune.trials``)."""
-    import optuna
-
-    if not uses_grid(cfg, dims, auto):
-        return cfg.tune.trials
-    study.sampler = optuna.samplers.GridSampler(grid_space(dims), seed=cfg.tune.sampler_seed)
-    return min(cfg.tune.trials, grid_size(dims))
 
 
 # ---------------------------------------------------------------------------

@@ -23,9 +23,10 @@ from typing import Any
 import yaml
 
 from ..pipeline import curve as cv
-from ..pipeline.config import PipelineConfig, config_from_dict
+from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
 from ..pipeline.tasks import is_better
 from . import arms as am
+from .sampler import grid_size, uses_grid
 
 FINAL_MD, FINAL_CSV, COMPARE_CSV, FINAL_PNG = "final.md", "final.csv", "final-compare.csv", "final.png"
 
@@ -57,7 +58,7 @@ def run_final(configs: dict[str, PipelineConfig], log) -> None:
 
     for name, acfg in configs.items():
         splits = load_data(acfg)
-        for pname, prior in acfg.prior_settings().items():
+        for pname, prior in prior_settings(acfg).items():
             precompute_step(acfg, pname, prior, splits, log=lambda m: None)
         specs = sw.grid(acfg)
         for i, spec in enumerate(specs, start=1):
@@ -174,8 +175,8 @@ def tune_arms(cfg: PipelineConfig, *, storage: str | None = None, study_name: st
             arm.ctx.cfg.tune.trials = trials
     if dry_run:
         for name, arm in arms.items():
-            size = am.grid_size(arm.dims)
-            how = "grid" if am.uses_grid(arm.ctx.cfg, arm.dims) else arm.ctx.tune.sampler
+            size = grid_size(arm.dims)
+            how = "grid" if uses_grid(arm.ctx.cfg, arm.dims) else arm.ctx.tune.sampler
             log(f"arm {name}: {'prior ' + arm.ctx.cfg.prior.provider if arm.has_prior else 'no prior'}"
                 + (f", control of {arm.control_of}" if arm.control_of else "")
                 + f"; {am.arm_budget(arm)} trial(s), {how} sampler"

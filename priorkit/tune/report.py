@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ..pipeline.config import PipelineConfig, config_from_dict
+from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
 from . import space as sp
 from .study import TuneContext, TuneError, params_digest
 
@@ -257,17 +257,17 @@ def write_final(ctx: TuneContext, cfg: PipelineConfig, log, *, train: bool) -> A
     from ..pipeline.data import load_data
     from ..pipeline.steps import precompute_step, run_one
 
-    specs = sw.grid(cfg)
+    plans = sw.grid(cfg)
     if train:
         splits = load_data(cfg)
-        for name, prior in cfg.prior_settings().items():
+        for name, prior in prior_settings(cfg).items():
             precompute_step(cfg, name, prior, splits, log=lambda m: None)
-        for i, spec in enumerate(specs, start=1):
-            log(f"final run {i}/{len(specs)}: {spec.label}")
-            run_one(spec, splits, log=log)
-    rows = sw.collect_rows(cfg, specs)
+        for i, plan in enumerate(plans, start=1):
+            log(f"final run {i}/{len(plans)}: {plan.label}")
+            run_one(plan, splits, log=log)
+    rows = sw.collect_rows(cfg, plans)
     column = f"{cfg.sweep.split}_{cfg.task.metric}"
-    cells = sw.aggregate(rows, column, cfg.sweep.baseline, list(cfg.prior_settings()), cfg.sweep.fractions)
+    cells = sw.aggregate(rows, column, cfg.sweep.baseline, list(prior_settings(cfg)), cfg.sweep.fractions)
     root = ctx.root
     sw.write_csv(rows, root / f"{FINAL}.csv")
     (root / f"{FINAL}.md").write_text(sw.markdown_table(cfg, cells))

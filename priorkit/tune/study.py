@@ -39,10 +39,11 @@ import numpy as np
 
 from ..errors import PriorkitError
 from ..jsonfile import read_json, write_json
-from ..pipeline.config import PipelineConfig, config_from_dict, digest
+from ..pipeline.config import PipelineConfig, check_tune_section, config_from_dict, digest
 from ..pipeline.data import Split, load_data
 from ..pipeline.tasks import is_better
 from . import space as sp
+from .sampler import apply_sampler, check_sampler
 
 Log = Callable[[str], None]
 
@@ -176,12 +177,12 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
     replays its scores through ``report`` (so the pruner sees the same curve).
     """
     from ..pipeline.steps import precompute_step
-    from ..pipeline.train import RunSpec, spec_for_run, train_run
+    from ..pipeline.train import RunPlan, plan_for_run, train_run
 
-    spec: RunSpec = spec_for_run(cfg)
-    spec = dataclasses.replace(spec, prior_name=name)
-    key = spec.train_key(ctx.splits["train"])
-    result_file = spec.run_dir / RESULT_FILE
+    plan: RunPlan = plan_for_run(cfg)
+    plan = dataclasses.replace(plan, prior_name=name)
+    key = plan.train_key(ctx.splits["train"])
+    result_file = plan.run_dir / RESULT_FILE
     cached = _read(result_file)
     if cached and cached.get("train_key") == key and cached.get("eval") == ctx.splits["eval"].digest:
         for epoch, value in enumerate(cached["scores"], start=1):
@@ -189,16 +190,16 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
                 return {**cached, "pruned": True, "cached": True}
         if not cached.get("pruned"):
             return {**cached, "cached": True}
-    if spec.prior is not None:
-        precompute_step(cfg, name, spec.prior, ctx.splits, log=lambda m: None)
+    if plan.prior is not None:
+        precompute_step(cfg, name, plan.prior, ctx.splits, log=lambda m: None)
     collect = EpochScores(ctx.metric, report)
     t0 = time.perf_counter()
-    spec.run_dir.mkdir(parents=True, exist_ok=True)
-    train_run(spec, ctx.splits, resume=False, callbacks=[collect.callback], eval_each_epoch="eval")
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    train_run(plan, ctx.splits, resume=False, callbacks=[collect.callback], eval_each_epoch="eval")
     out = {"train_key": key, "eval": ctx.splits["eval"].digest, "scores": collect.scores,
            "pruned": collect.stopped, "seconds": round(time.perf_counter() - t0, 1), "seed": seed}
     _write(result_file, out)
-    _drop_model(spec.run_dir)
+    _drop_model(plan.run_dir)
     return out
 
 
@@ -432,7 +433,6 @@ def prepare(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> TuneContext:
 
     check_tune_section(cfg)
     dims = sp.check_space(cfg, raw, {e.name for e in list_providers()})
-    from .arms import check_sampler
 
     check_sampler(cfg, None, dims)
     splits = load_data(_train_only(cfg, raw))
@@ -450,40 +450,6 @@ def _train_only(cfg: PipelineConfig, raw: dict) -> PipelineConfig:
     return config_from_dict(r, source=cfg.source)
 
 
-def check_tune_section(cfg: PipelineConfig) -> None:
-    """Budget and study fields, named by file and line."""
-    tc = cfg.tune
-    if tc is None:
-        raise TuneError(f"{cfg.source}: no `tune` section; add one (docs/tune.md) to use priorkit tune")
-
-    def fail(field: str, msg: str) -> TuneError:
-        return TuneError(f"{cfg.where('tune.' + field)}: tune.{field}: {msg}")
-
-    if tc.trials < 1:
-        raise fail("trials", f"must be at least 1, got {tc.trials}")
-    if tc.timeout is not None and tc.timeout <= 0:
-        raise fail("timeout", f"must be positive seconds, got {tc.timeout:g}")
-    if not 0.0 < tc.fraction <= 1.0:
-        raise fail("fraction", f"must lie in (0, 1], got {tc.fraction:g}")
-    if not tc.seeds:
-        raise fail("seeds", "give at least one seed")
-    if tc.validation.size <= 0:
-        raise fail("validation.size", f"must be a positive count or share, got {tc.validation.size:g}")
-    if tc.pruner.startup_trials < 0 or tc.pruner.warmup_epochs < 0:
-        raise fail("pruner", "startup_trials and warmup_epochs must not be negative")
-    if tc.pruner.type == "threshold" and tc.pruner.lower is None and tc.pruner.upper is None:
-        raise fail("pruner", "a threshold pruner needs lower or upper")
-    if not tc.final.seeds:
-        raise fail("final.seeds", "give at least one seed")
-    for i, f in enumerate(tc.final.fractions or []):
-        if not 0.0 < f <= 1.0:
-            raise fail(f"final.fractions.{i}", f"fractions must lie in (0, 1], got {f:g}")
-    if tc.final.split == "test" and cfg.data.test is None:
-        raise fail("final.split", "is test but data.test is not set")
-    if tc.final.split == "eval" and cfg.data.eval is None:
-        raise fail("final.split", "is eval but data.eval is not set")
-
-
 def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str | None = None,
               trials: int | None = None, timeout: float | None = None):
     """Run trials until the study holds ``trials`` finished ones (or ``timeout`` passes)."""
@@ -493,7 +459,6 @@ def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str |
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are reported by on_trial
     study = open_study(ctx.cfg, ctx.root, storage, study_name)
     _record_setup(study, ctx)
-    from .arms import apply_sampler  # `sampler: grid` (arms import this module)
 
     target = trials or apply_sampler(study, ctx.cfg, ctx.dims, auto=False)
     done = finished_count(study)

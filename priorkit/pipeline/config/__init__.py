@@ -6,7 +6,8 @@
   type hint and default are what the loader checks and fills in, so
   docs/pipelines.md, the validator and the code that reads the config cannot
   drift apart;
-- :mod:`.checks`: the domain rules across fields.
+- :mod:`.checks`: the domain rules across fields; :mod:`.tune_checks`: the ``tune``
+  section's (``priorkit tune`` checks them first).
 
 ``from priorkit.pipeline.config import X`` works for every name of the three.
 """
@@ -17,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from .checks import (BUILTIN_SOURCES, DEFAULT_METRICS, TASK_METRICS, _check, _check_prior,  # noqa: F401
-                     _deep_merge, _per_fraction_entry, resolve_sweep_priors)
+                     _deep_merge, _per_fraction_entry, for_fraction, prior_settings, resolve_sweep_priors)
 from .loader import (ConfigError, _convert, _describe, _fail, _where, apply_overrides,  # noqa: F401
                      digest, parse_override, parse_yaml, set_path)
-from .schema import (TASK_TYPES, AttentionConfig, DataConfig, DataSource, FinalConfig, ModelConfig,  # noqa: F401
+from .schema import (AttentionConfig, DataConfig, DataSource, FinalConfig, ModelConfig,  # noqa: F401
                      ParamSpace, PipelineConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
                      TaskConfig, TrainConfig, TuneConfig, ValidationConfig)
+from .tune_checks import check_tune_section  # noqa: F401
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> PipelineConfig:

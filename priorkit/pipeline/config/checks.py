@@ -6,6 +6,7 @@ import copy
 import dataclasses
 from typing import Any
 
+from ...spec import PriorSpecError
 from .loader import ConfigError, _convert, _fail
 from .schema import PipelineConfig, PriorConfig, TrainConfig
 
@@ -124,15 +125,11 @@ def _per_fraction_entry(cfg: PipelineConfig, fraction: float) -> dict[str, Any]:
 
 def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     loc, src = cfg.locations, cfg.source
-    layout = "paper" if p.preset == "paper" else p.layout
-    if layout == "paper" and cfg.task.type == "token-classification":
-        where = path + (("preset",) if p.preset == "paper" else ("layout",))
-        raise _fail(where, loc, src, "the paper layout needs sentence pairs; token classification "
-                    "works on single sentences: use layout: full (and no preset)")
-    if not 0.0 <= p.neutral <= 1.0 and layout == "paper":
-        raise _fail(path + ("neutral",), loc, src, f"must lie in [0, 1], got {p.neutral}")
-    if p.within != "all" and layout == "paper":
-        raise _fail(path + ("within",), loc, src, "the paper layout has no within-word cells; use within: all")
+    if cfg.task.type == "token-classification":  # single sentences: PriorSpec says what takes them
+        try:
+            p.check_single_texts()
+        except PriorSpecError as exc:
+            raise _fail(path + (exc.field,), loc, src, str(exc)) from None
     _check_provider_params(p, path, cfg)
     from ...features.pipeline import config_problems
 
@@ -146,11 +143,33 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         if "fraction" in p.train or "seed" in p.train:
             raise _fail(path + ("train",), loc, src, "fraction and seed are set by the run or sweep, not per prior")
         _convert({**dataclasses.asdict(cfg.train), **p.train}, TrainConfig, path + ("train",), loc, src)
-    lr = p.attention.learning_rate if p.attention is not None else None
-    if lr is not None and (p.attention.mode not in ("gate", "learned_bias") or lr <= 0):
+    if p.attention is None:  # token features only (checked above)
+        return
+    mode = _attention_mode(p, path, cfg)
+    lr = p.attention.learning_rate
+    if lr is not None and (mode.learnable is None or lr <= 0):
+        from ...attention import MODES
+
+        learnable = " or ".join(name for name, m in MODES.items() if m.learnable)
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "
-                    f"mode: gate or learned_bias (got {lr!r} with mode: {p.attention.mode})")
+                    f"mode: {learnable} (got {lr!r} with mode: {p.attention.mode})")
+
+
+def _attention_mode(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> Any:
+    """The registered mode of ``attention.mode``, its options checked by the mode itself."""
+    from ...attention import MODES, PriorAttentionConfigError  # the registry (imports torch)
+
+    loc, src = cfg.locations, cfg.source
+    mode = MODES.get(p.attention.mode)
+    if mode is None:
+        raise _fail(path + ("attention", "mode"), loc, src,
+                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(MODES)}")
+    try:
+        mode.settle(p.attention.options)
+    except PriorAttentionConfigError as exc:
+        raise _fail(path + ("attention", "options"), loc, src, str(exc)) from None
+    return mode
 
 
 def _check_provider_params(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
@@ -188,6 +207,21 @@ def _deep_merge(base: dict, update: dict) -> dict:
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+def prior_settings(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:
+    """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
+    return resolve_sweep_priors(cfg)
+
+
+def for_fraction(cfg: PipelineConfig, fraction: float, prior: PriorConfig | None = None) -> PipelineConfig:
+    """``cfg`` with ``sweep.per_fraction``'s train fields for ``fraction`` applied, then the
+    prior setting's own ``train`` fields."""
+    update = {**_per_fraction_entry(cfg, fraction), **(prior.train if prior is not None else {})}
+    if not update:
+        return cfg
+    train = _convert({**dataclasses.asdict(cfg.train), **update}, TrainConfig, ("train",), cfg.locations, cfg.source)
+    return dataclasses.replace(cfg, train=train)
 
 
 def resolve_sweep_priors(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:

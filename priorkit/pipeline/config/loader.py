@@ -225,7 +225,11 @@ def _convert(value: Any, tp: Any, path: tuple, loc: dict, source: str) -> Any:
                 kwargs[name] = _convert(value[name], hints[name], path + (name,), loc, source)
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise _fail(path + (name,), loc, source, "is required")
-        return tp(**kwargs)
+        try:
+            return tp(**kwargs)
+        except PriorkitError as exc:  # a rule of the section's own (PriorSpec's), naming its field
+            field = getattr(exc, "field", None)
+            raise _fail(path + ((field,) if field else ()), loc, source, str(exc)) from None
     if origin is list:
         (item_tp,) = typing.get_args(tp)
         if value is None:

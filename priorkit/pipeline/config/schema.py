@@ -4,23 +4,20 @@ A pipeline file describes one job (model, task, data, prior, precompute,
 training, sweep grid, tune study).  The schema *is* the dataclasses below: a
 field's type hint and default are what the loader (:mod:`.loader`) checks and
 fills in, so docs/pipelines.md, the validator and the code that reads the
-config cannot drift apart.  Rules across fields are in :mod:`.checks`.
+config cannot drift apart.  Rules across fields, and what follows from them (the sweep's
+prior settings, a fraction's train fields), are in :mod:`.checks`.
 """
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Union
 
 import yaml
 
 from ...features.spec import FeatureSpec
+from ...spec import PriorSpec, spec_of
 from .loader import _convert, _where
-
-if TYPE_CHECKING:
-    from ...spec import PriorSpec
-
-TASK_TYPES = ("regression", "pair-classification", "token-classification")
 
 
 @dataclasses.dataclass
@@ -79,11 +76,13 @@ class DataConfig:
 class AttentionConfig:
     #: layer indices, or "all".
     layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
-    mode: Literal["multiply", "bias", "gate", "learned_bias", "supervise"] = "multiply"
+    #: a registered attention mode (priorkit.attention.MODES): multiply, bias, gate,
+    #: learned_bias, supervise, or one registered by your code.
+    mode: str = "multiply"
     #: head indices that get the prior; null = all heads.
     heads: list[int] | None = None
-    #: extra keyword arguments of the mode (bias: lam, eps; gate: init;
-    #: learned_bias: init, eps; supervise: weight, power).
+    #: the mode's options (bias: lam, eps; gate: init; learned_bias: init, eps;
+    #: supervise: weight, power), checked by the mode.
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
     #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
@@ -92,21 +91,16 @@ class AttentionConfig:
 
 
 @dataclasses.dataclass
-class PriorConfig:
+class PriorConfig(PriorSpec):
+    """A pipeline's prior setting: a :class:`~priorkit.spec.PriorSpec` (provider, params,
+    preset, layout, keys, neutral, stop_words, stop_value, within: what is built, with its
+    rules) plus the fields only a pipeline has."""
+
+    #: a registered provider name; a pipeline's prior defaults to wordnet (whose default
+    #: measure is the paper's xia2021).
+    provider: str | None = "wordnet"
     #: label used in folders, tables and plots (defaults to the sweep key or "prior").
     name: str | None = None
-    #: "paper": PriorBuilder.paper (xia2021 WordNet unless ``provider`` is given);
-    #: null: PriorBuilder(provider, layout, neutral, keys).
-    preset: Literal["paper"] | None = None
-    provider: str = "wordnet"
-    params: dict[str, Any] = dataclasses.field(default_factory=dict)
-    layout: Literal["paper", "full"] = "full"
-    neutral: float = 1.0
-    keys: Literal["strip", "paper"] = "strip"
-    #: full layout, cells between tokens of one word or phrase: "all" = 1 for every word;
-    #: "known" = the provider's value of the phrase with itself (e.g. a recognised concept
-    #: mention), other words' pieces get ``neutral``.
-    within: Literal["all", "known"] = "all"
     #: "auto": runs/<name>/cache/<provider fingerprint>.duckdb, filled by the
     #: precompute step; null: no cache (values computed while training); or a path.
     cache: str | None = "auto"
@@ -119,12 +113,9 @@ class PriorConfig:
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def spec(self) -> "PriorSpec":
-        """What this setting builds (provider, parameters, preset, layout, keys, neutral)."""
-        from ...spec import PriorSpec
-
-        return PriorSpec(provider=self.provider, params=self.params, preset=self.preset, layout=self.layout,
-                         keys=self.keys, neutral=self.neutral, within=self.within)
+    def spec(self) -> PriorSpec:
+        """What this setting builds, as a plain :class:`PriorSpec` (priorkit.json stores it)."""
+        return spec_of(self)
 
 
 @dataclasses.dataclass
@@ -355,21 +346,3 @@ class PipelineConfig:
     def where(self, path: str) -> str:
         """``file:line`` of a dotted field, or the file when unknown."""
         return _where(self.locations, tuple(path.split(".")), self.source)
-
-    def prior_settings(self) -> dict[str, PriorConfig | None]:
-        """The sweep's prior settings, each resolved to a full :class:`PriorConfig`."""
-        from .checks import resolve_sweep_priors
-
-        return resolve_sweep_priors(self)
-
-    def for_fraction(self, fraction: float, prior: "PriorConfig | None" = None) -> "PipelineConfig":
-        """This config with ``sweep.per_fraction``'s train fields for ``fraction`` applied,
-        then the prior setting's own ``train`` fields."""
-        from .checks import _per_fraction_entry
-
-        update = {**_per_fraction_entry(self, fraction), **(prior.train if prior is not None else {})}
-        if not update:
-            return self
-        train = _convert({**dataclasses.asdict(self.train), **update}, TrainConfig, ("train",),
-                         self.locations, self.source)
-        return dataclasses.replace(self, train=train)

@@ -1,0 +1,186 @@
+"""The Hugging Face ``Trainer`` of a run: its arguments from the ``train`` section, the
+length-grouped sampler, the ``supervise`` mode's loss and the learnable prior parameters'
+own learning rate."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from ..errors import PriorkitError
+from . import ranks, trackers
+from .plan import RunPlan
+
+#: env var naming a folder: each process appends the index of every training example it loads
+#: to ``examples-rank<R>.txt`` there -- to check what each process of a multi-process run saw
+TRACE_ENV = "PRIORKIT_TRACE_EXAMPLES"
+
+
+class ListDataset(torch.utils.data.Dataset):
+    """A list of example dicts as a map-style dataset (the Trainer needs ``len``).
+
+    ``trace``: a file to which every loaded index is appended (see :data:`TRACE_ENV`).
+    """
+
+    def __init__(self, rows: Sequence[dict], trace: str | os.PathLike | None = None) -> None:
+        self.rows = list(rows)
+        self.trace = trace
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict:
+        if self.trace is not None:
+            with open(self.trace, "a") as fh:  # per item: DataLoader workers may load it too
+                fh.write(f"{i}\n")
+        return self.rows[i]
+
+
+def _trace_file() -> Path | None:
+    folder = os.environ.get(TRACE_ENV)
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder) / f"examples-rank{ranks.rank()}.txt"
+
+
+class SeededLengthGroupedSampler:
+    """Length-grouped order drawn from ``seed + epoch``, identical in every process.
+
+    With several processes accelerate hands every process its own batches of
+    one shared order, so all processes must draw the same order.  The stock
+    ``LengthGroupedSampler`` draws from the global RNG, which drifts apart
+    between processes once their batches (of different lengths) have drawn
+    dropout masks; this one does not, and a resumed run redraws the same order.
+    """
+
+    def __init__(self, batch_size: int, lengths: Sequence[int], seed: int) -> None:
+        self.batch_size, self.lengths, self.seed, self.epoch = batch_size, list(lengths), seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by the Trainer through accelerate
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        from transformers.trainer_pt_utils import get_length_grouped_indices
+
+        g = torch.Generator()
+        g.manual_seed(self.seed + self.epoch)
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=g))
+
+
+def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> list[int]:
+    if "words" in rows[0]:
+        enc = tokenizer([r["words"] for r in rows], is_split_into_words=True, truncation=True,
+                        max_length=max_length)
+    else:
+        b = [r["text_b"] for r in rows] if rows[0].get("text_b") is not None else None
+        enc = tokenizer([r["text_a"] for r in rows], b, truncation=True, max_length=max_length)
+    return [len(ids) for ids in enc["input_ids"]]
+
+
+def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, device: str,
+                 train_rows: Sequence[dict] | None = None, eval_rows: Sequence[dict] | None = None,
+                 compute_metrics: Any = None):
+    """A ``Trainer`` configured from the pipeline's ``train`` section.
+
+    ``eval_rows`` (with ``compute_metrics``): scored after every epoch, the scores going to
+    the callbacks' ``on_evaluate`` (``priorkit tune`` prunes on them).
+    """
+    from transformers import Trainer, TrainingArguments
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from ..attention import supervision_loss
+    from ..features.pipeline import param_group as feature_param_group
+
+    tc = plan.cfg.train
+    warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
+    reporting = trackers.prepare(plan) if train_rows else []  # docs/pipelines.md, "Trackers"
+    args = TrainingArguments(
+        output_dir=str(plan.run_dir / "checkpoints"),
+        num_train_epochs=tc.epochs,
+        max_steps=tc.max_steps,
+        learning_rate=tc.learning_rate,
+        per_device_train_batch_size=tc.batch_size,
+        per_device_eval_batch_size=tc.eval_batch_size,
+        gradient_accumulation_steps=tc.gradient_accumulation,
+        warmup_steps=warmup,
+        weight_decay=tc.weight_decay,
+        max_grad_norm=tc.max_grad_norm,
+        seed=plan.seed,
+        data_seed=plan.seed,
+        save_strategy=tc.save,
+        save_steps=tc.save_steps,
+        save_total_limit=1,  # the newest checkpoint is all a resume needs
+        logging_strategy="steps",
+        logging_steps=tc.logging_steps,
+        eval_strategy="epoch" if eval_rows else "no",
+        report_to=reporting or "none",
+        remove_unused_columns=False,  # the raw text must reach PriorCollator
+        disable_tqdm=not tc.progress,
+        use_cpu=device == "cpu",
+        dataloader_num_workers=tc.dataloader_workers,
+        fp16=tc.precision == "fp16" and device == "cuda",
+        bf16=tc.precision == "bf16" and device == "cuda",
+    )
+    lengths = (_token_lengths(collator.tokenizer, train_rows, plan.cfg.model.max_length)
+               if tc.group_by_length and train_rows else None)
+    gate_lr = plan.prior.attention.learning_rate if plan.prior is not None and plan.prior.attention else None
+
+    class PriorTrainer(Trainer):
+        """Length-grouped batches from token counts (the rows hold raw text, not ids); the
+        ``supervise`` mode's auxiliary loss added to the task loss."""
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
+                                                 num_items_in_batch=num_items_in_batch)
+            extra = supervision_loss(model)
+            if extra is not None:
+                loss = loss + extra.to(loss.dtype)
+            return (loss, outputs) if return_outputs else loss
+
+        def create_optimizer(self, model=None):
+            optimizer = super().create_optimizer(model)
+            if gate_lr is not None:
+                gate_param_group(optimizer, model if model is not None else self.model, gate_lr)
+            feature_param_group(optimizer, model if model is not None else self.model, plan.prior)
+            return optimizer
+
+        def _get_train_sampler(self, train_dataset=None):
+            # Several processes: accelerate shards the batches of this sampler (BatchSamplerShard),
+            # so it must give every process the same order; one process keeps the stock sampler.
+            if lengths is None:
+                return super()._get_train_sampler(train_dataset)  # random: accelerate seeds it per epoch
+            size = self.args.train_batch_size * self.args.gradient_accumulation_steps
+            if self.args.world_size > 1:
+                return SeededLengthGroupedSampler(size, lengths, seed=self.args.data_seed)
+            return LengthGroupedSampler(size, lengths=lengths)
+
+    dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
+    return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
+                        processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
+                        compute_metrics=compute_metrics,
+                        callbacks=[trackers.restore_environment()] if reporting else None)
+
+
+def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
+    """Move the learnable prior parameters (gates, strengths) into their own parameter
+    group (learning rate ``lr``, no weight decay, which would pull them towards 0).  Call
+    before the first step and before the scheduler is made: the scheduler scales every
+    group's rate by the same factor.  Returns how many tensors moved."""
+    from ..attention import prior_parameters
+
+    gates = {id(p) for _, p in prior_parameters(model) if p.requires_grad}
+    if not gates:
+        raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
+                            "parameters: enable the prior with mode: gate or learned_bias")
+    moved = []
+    for group in optimizer.param_groups:
+        moved += [p for p in group["params"] if id(p) in gates]
+        group["params"] = [p for p in group["params"] if id(p) not in gates]
+    optimizer.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
+    return len(moved)
