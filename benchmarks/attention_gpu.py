@@ -54,11 +54,11 @@ def build(size: str, device: str, dtype: torch.dtype, dropout: float) -> dict[st
     stock = BertForSequenceClassification(cfg).to(device=device, dtype=dtype)
     stock.set_attn_implementation("sdpa")
     models = {"stock": stock}
-    for name, spec in MODES.items():
+    for name, options in MODES.items():
         model = BertForSequenceClassification(cfg).to(device=device, dtype=dtype)
         model.load_state_dict(stock.state_dict())
         model.set_attn_implementation("sdpa")
-        models[name] = enable_prior_attention(model, **spec)
+        models[name] = enable_prior_attention(model, **options)
     return models
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-SPECS = {"embedding": ("embedding", {}), "wordnet": ("wordnet", {"measure": "xia2021"}),
+PROVIDERS = {"embedding": ("embedding", {}), "wordnet": ("wordnet", {"measure": "xia2021"}),
          "glove": ("embedding", {"vectors": "glove"})}
 
 
@@ -44,7 +44,7 @@ def pair_values_before(provider, left, right) -> np.ndarray:
 def fresh(name: str):
     import priorkit
 
-    provider_name, params = SPECS[name]
+    provider_name, params = PROVIDERS[name]
     p = priorkit.get_provider(provider_name, **params)
     t0 = time.perf_counter()
     p.ensure_loaded()

@@ -62,27 +62,27 @@ EMBEDDING = "embedding"
 WORDNET_MEASURES = ["path", "wup", "lin", "lch", "res", "jcn"]
 
 
-def single_arg_to_child(spec: str) -> str | dict:
-    """'wordnet:measure=jcn' -> {'name': 'wordnet', 'measure': 'jcn'} for a combine spec."""
+def single_arg_to_child(arg: str) -> str | dict:
+    """'wordnet:measure=jcn' -> {'name': 'wordnet', 'measure': 'jcn'} for a combine argument."""
     from priorkit.prior_eval import parse_provider_arg
 
-    name, params = parse_provider_arg(spec)
+    name, params = parse_provider_arg(arg)
     return {"name": name, **params} if params else name
 
 
 def combine_arg(members: list[str], how: str, weights: list[float] | None) -> str:
     children = json.dumps([single_arg_to_child(m) for m in members], separators=(",", ":"))
-    spec = f"combine:providers={children},how={how}"
+    arg = f"combine:providers={children},how={how}"
     if weights is not None:
-        spec += f",weights={json.dumps(weights, separators=(',', ':'))}"
-    return spec
+        arg += f",weights={json.dumps(weights, separators=(',', ':'))}"
+    return arg
 
 
-def throughput(spec: str, provider, sets, tmp: Path) -> dict:
+def throughput(arg: str, provider, sets, tmp: Path) -> dict:
     """pairs/s uncached (fresh instance), warm (same instance again), DuckDB-cached."""
     from priorkit.cache import CachedProvider, PriorCache, nan_equal
 
-    fresh = provider_from_arg(spec)
+    fresh = provider_from_arg(arg)
     fresh.ensure_loaded()
     n = sum(len(p) for p in sets)
     out: dict[str, float] = {}
@@ -95,7 +95,7 @@ def throughput(spec: str, provider, sets, tmp: Path) -> dict:
     out["uncached"] = n / t
     t = sum(timed_values(fresh, p)[1] for p in sets)
     out["warm"] = n / t
-    path = tmp / f"{abs(hash(spec))}.duckdb"
+    path = tmp / f"{abs(hash(arg))}.duckdb"
     cache = PriorCache(path)
     cache.register(fresh)  # creates the file (CachedProvider.load reads before the first write)
     with CachedProvider(fresh, cache) as writer:
@@ -107,7 +107,7 @@ def throughput(spec: str, provider, sets, tmp: Path) -> dict:
         v, s, _ = timed_values(reader, p)
         t += s
         if not nan_equal(v, values[p.name]):
-            raise AssertionError(f"{spec}: cached values differ from computed ones on {p.name}")
+            raise AssertionError(f"{arg}: cached values differ from computed ones on {p.name}")
     out["duckdb_cached"] = n / t
     return out
 
@@ -134,20 +134,20 @@ def main() -> None:
     # ---- 1. single providers -------------------------------------------------
     results, values, timing = [], {}, {}
     tmp = Path(tempfile.mkdtemp(prefix="eval-priors-"))
-    for spec in singles:
-        provider = provider_from_arg(spec)
+    for arg in singles:
+        provider = provider_from_arg(arg)
         t0 = time.perf_counter()
         provider.ensure_loaded()
         load_s = time.perf_counter() - t0
         for p in sets:
             v, s, _ = timed_values(provider, p)
-            values[(spec, p.name)] = v
-            results.append(result_from_values(v, p, label=spec, seconds=s, load_seconds=load_s,
+            values[(arg, p.name)] = v
+            results.append(result_from_values(v, p, label=arg, seconds=s, load_seconds=load_s,
                                               fingerprint=provider.fingerprint))
         if not args.skip_throughput:
-            timing[spec] = throughput(spec, provider, sets, tmp)
-            timing[spec]["load_s"] = load_s
-        print(f"done {spec} (load {load_s:.1f}s)", file=sys.stderr, flush=True)
+            timing[arg] = throughput(arg, provider, sets, tmp)
+            timing[arg]["load_s"] = load_s
+        print(f"done {arg} (load {load_s:.1f}s)", file=sys.stderr, flush=True)
 
     best_single = {p.name: max(r.spearman for r in results if r.benchmark == p.name and not np.isnan(r.spearman))
                    for p in sets}
@@ -218,26 +218,26 @@ def main() -> None:
     chosen = [combine_arg(best[1], best[2], best[3])]
     if best_equal is not best:
         chosen.append(combine_arg(best_equal[1], best_equal[2], best_equal[3]))
-    for spec in chosen:
-        provider = provider_from_arg(spec)
+    for arg in chosen:
+        provider = provider_from_arg(arg)
         t0 = time.perf_counter()
         provider.ensure_loaded()
         load_s = time.perf_counter() - t0
         for p in sets:
             v, s, _ = timed_values(provider, p)
-            results.append(result_from_values(v, p, label=spec, seconds=s, load_seconds=load_s,
+            results.append(result_from_values(v, p, label=arg, seconds=s, load_seconds=load_s,
                                               fingerprint=provider.fingerprint))
         if not args.skip_throughput:
-            timing[spec] = throughput(spec, provider, sets, tmp)
-            timing[spec]["load_s"] = load_s
+            timing[arg] = throughput(arg, provider, sets, tmp)
+            timing[arg]["load_s"] = load_s
 
     from rich.console import Console
 
     Console(width=200).print(results_table(results))
     table_md = results_markdown(results)
     speed_md = ["| provider | load s | uncached pairs/s | warm pairs/s | DuckDB-cached pairs/s |", "|---|---|---|---|---|"]
-    for spec, t in timing.items():
-        speed_md.append(f"| `{spec}` | {t['load_s']:.1f} | {t['uncached']:,.0f} | {t['warm']:,.0f} | "
+    for arg, t in timing.items():
+        speed_md.append(f"| `{arg}` | {t['load_s']:.1f} | {t['uncached']:,.0f} | {t['warm']:,.0f} | "
                         f"{t['duckdb_cached']:,.0f} |")
     meta = {
         "command": "python benchmarks/eval_priors.py " + " ".join(sys.argv[1:]),

@@ -139,23 +139,23 @@ def _bc5cdr(n_sentences: int, threads: int) -> dict:
 
 
 def _child(args: argparse.Namespace) -> None:
-    spec = json.loads(args.child)
-    if spec["kind"] == "bc5cdr":
-        out = _bc5cdr(spec["sentences"], spec["threads"])
+    job = json.loads(args.child)
+    if job["kind"] == "bc5cdr":
+        out = _bc5cdr(job["sentences"], job["threads"])
     else:
-        out = _one_provider(spec["name"], spec["params"], spec["pairs"], spec["threads"])
+        out = _one_provider(job["name"], job["params"], job["pairs"], job["threads"])
     print("RESULT " + json.dumps(out))
 
 
-def run_child(spec: dict) -> dict:
+def run_child(job: dict) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": str(spec["threads"]), "MKL_NUM_THREADS": str(spec["threads"])}
-    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+           "OMP_NUM_THREADS": str(job["threads"]), "MKL_NUM_THREADS": str(job["threads"])}
+    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)],
                           capture_output=True, text=True, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
-    raise RuntimeError(f"child {spec} failed:\n{proc.stderr[-3000:]}")
+    raise RuntimeError(f"child {job} failed:\n{proc.stderr[-3000:]}")
 
 
 def main() -> None:

@@ -36,24 +36,24 @@ HOWS = ("max", "mean", "weighted", "first-known")
 ChildEntry = Any  # PriorProvider | str | tuple[str, dict] | dict
 
 
-def resolve_provider(spec: ChildEntry, position: int | None = None) -> PriorProvider:
+def resolve_provider(entry: ChildEntry, position: int | None = None) -> PriorProvider:
     """A provider from an object, a name, a ``(name, params)`` pair or a ``{"name": ...}`` dict."""
     where = f"combine: providers[{position}]" if position is not None else "combine"
-    if isinstance(spec, PriorProvider):
-        return spec
-    if isinstance(spec, str):
-        return priorkit.get_provider(spec)
-    if isinstance(spec, Mapping):
-        params = dict(spec)
+    if isinstance(entry, PriorProvider):
+        return entry
+    if isinstance(entry, str):
+        return priorkit.get_provider(entry)
+    if isinstance(entry, Mapping):
+        params = dict(entry)
         name = params.pop("name", None)
         if not isinstance(name, str):
-            raise PriorkitError(f"{where} is a dict without a 'name' key: {spec!r}")
+            raise PriorkitError(f"{where} is a dict without a 'name' key: {entry!r}")
         return priorkit.get_provider(name, **params)
-    if isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], str) \
-            and isinstance(spec[1], Mapping):
-        return priorkit.get_provider(spec[0], **dict(spec[1]))
+    if isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str) \
+            and isinstance(entry[1], Mapping):
+        return priorkit.get_provider(entry[0], **dict(entry[1]))
     raise PriorkitError(
-        f"{where} is {spec!r} ({type(spec).__name__}); expected a PriorProvider, a provider name, "
+        f"{where} is {entry!r} ({type(entry).__name__}); expected a PriorProvider, a provider name, "
         "a (name, params) pair or a {'name': ..., **params} dict"
     )
 

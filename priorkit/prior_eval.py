@@ -90,18 +90,18 @@ class EvalResult:
 
 
 # ---- reading benchmarks -----------------------------------------------------
-def benchmark_path(spec: str | Path) -> Path:
+def benchmark_path(benchmark: str | Path) -> Path:
     """A benchmark file: an existing path, or a known name (``wordsim353``, ``simlex999``)."""
-    path = Path(spec).expanduser()
+    path = Path(benchmark).expanduser()
     if path.exists():
         return path
-    key = _ALIASES.get(str(spec).lower(), str(spec).lower())
+    key = _ALIASES.get(str(benchmark).lower(), str(benchmark).lower())
     if key in BENCHMARKS:
         from .resources import resource_path
 
         return resource_path(*BENCHMARKS[key])
     raise ResourceError(
-        f"benchmark {str(spec)!r} is neither a file nor a known name "
+        f"benchmark {str(benchmark)!r} is neither a file nor a known name "
         f"({', '.join(BENCHMARKS)}); pass a word1<TAB>word2<TAB>score file"
     )
 
@@ -122,7 +122,7 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def read_word_pairs(spec: str | Path, *, name: str | None = None) -> WordPairs:
+def read_word_pairs(benchmark: str | Path, *, name: str | None = None) -> WordPairs:
     """Read a word-pair similarity file (tab, comma or space separated).
 
     Comment lines (``#``, ``//``, ``%``) and blank lines are skipped.  The
@@ -131,7 +131,7 @@ def read_word_pairs(spec: str | Path, *, name: str | None = None) -> WordPairs:
     only before the first data line; a later line without a number where the
     score belongs is an error naming the file and line.
     """
-    path = benchmark_path(spec)
+    path = benchmark_path(benchmark)
     left: list[str] = []
     right: list[str] = []
     gold: list[float] = []
@@ -269,7 +269,7 @@ def evaluate_many(providers: Mapping[str, PriorProvider], benchmarks: Iterable[W
     return results
 
 
-# ---- provider specs ---------------------------------------------------------
+# ---- provider arguments -----------------------------------------------------
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -291,21 +291,21 @@ def _split_top_level(text: str) -> list[str]:
             start = i + 1
     parts.append(text[start:])
     if depth != 0 or quote:
-        raise PriorkitError(f"provider spec {text!r} has unbalanced brackets or quotes")
+        raise PriorkitError(f"provider argument {text!r} has unbalanced brackets or quotes")
     return parts
 
 
-def parse_provider_arg(spec: str) -> tuple[str, dict[str, Any]]:
+def parse_provider_arg(arg: str) -> tuple[str, dict[str, Any]]:
     """``"wordnet:measure=wup"`` -> ``("wordnet", {"measure": "wup"})``.
 
     Values are JSON when they parse as JSON (numbers, true/false, null,
     lists, dicts), strings otherwise; commas inside brackets or quotes do not
     split, so ``combine:providers=["embedding","wordnet"],how=max`` works.
     """
-    name, _, rest = spec.strip().partition(":")
+    name, _, rest = arg.strip().partition(":")
     name = name.strip()
     if not name:
-        raise PriorkitError(f"provider spec {spec!r} has no provider name (NAME[:key=value,...])")
+        raise PriorkitError(f"provider argument {arg!r} has no provider name (NAME[:key=value,...])")
     params: dict[str, Any] = {}
     if rest.strip():
         for item in _split_top_level(rest):
@@ -313,7 +313,7 @@ def parse_provider_arg(spec: str) -> tuple[str, dict[str, Any]]:
             key = key.strip()
             if not eq or not _KEY.match(key):
                 raise PriorkitError(
-                    f"provider spec {spec!r}: {item.strip()!r} is not key=value (NAME[:key=value,...])"
+                    f"provider argument {arg!r}: {item.strip()!r} is not key=value (NAME[:key=value,...])"
                 )
             value = value.strip()
             try:
@@ -323,10 +323,10 @@ def parse_provider_arg(spec: str) -> tuple[str, dict[str, Any]]:
     return name, params
 
 
-def provider_from_arg(spec: str) -> PriorProvider:
+def provider_from_arg(arg: str) -> PriorProvider:
     from .plugins import get_provider
 
-    name, params = parse_provider_arg(spec)
+    name, params = parse_provider_arg(arg)
     return get_provider(name, **params)
 
 

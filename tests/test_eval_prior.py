@@ -114,7 +114,7 @@ def test_pair_values_equal_the_matrix_diagonal(glove):
     np.testing.assert_allclose(got, np.diagonal(full), atol=1e-6)
 
 
-def test_provider_spec_parsing():
+def test_provider_argument_parsing():
     assert parse_provider_arg("wordnet") == ("wordnet", {})
     assert parse_provider_arg("wordnet:measure=wup") == ("wordnet", {"measure": "wup"})
     assert parse_provider_arg('combine:providers=["embedding",{"name":"conceptnet","hops":1}],how=max') == \
@@ -149,7 +149,7 @@ def test_cli_table_and_json(tmp_path, glove):
     assert {r["benchmark"] for r in data["results"]} == {"wordsim353", "simlex999"}
 
 
-def test_cli_reports_bad_specs():
+def test_cli_reports_bad_provider_arguments():
     from priorkit.cli import cli
 
     res = CliRunner().invoke(cli, ["eval-prior", "-p", "conceptnett", "-b", "wordsim353"])

@@ -14,7 +14,7 @@ import priorkit
 from priorkit import Match
 from priorkit.align import load_tokenizer
 from priorkit.errors import PriorkitError, ProviderOutputError
-from priorkit.features import FeatureSpec
+from priorkit.features import FeatureConfig
 from priorkit.plugins import PriorkitPluginManager
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,7 @@ def test_outside_plugin_gives_token_features(capitals_dir, minilm_tokenizer):
     pm = PriorkitPluginManager(plugins_dir=capitals_dir, load_entry_points=False)
     provider = pm.get_provider("capitals")
     assert provider.supports_matches
-    builder = FeatureBuilder(provider, FeatureSpec(), minilm_tokenizer)
+    builder = FeatureBuilder(provider, FeatureConfig(), minilm_tokenizer)
     batch = builder.encode([["Aspirin", "and", "heparin"]])
     f = batch["token_features"][0]
     firsts = [t for t, w in enumerate(batch.word_ids(0)) if w == 0]
@@ -198,7 +198,7 @@ def test_overriding_matches_is_refused():
 def test_word_pieces_inherit_and_b_only_on_the_first_piece(two_trees, minilm_tokenizer):
     from priorkit.features import FeatureBuilder
 
-    builder = FeatureBuilder(two_trees, FeatureSpec(), minilm_tokenizer, max_length=64)
+    builder = FeatureBuilder(two_trees, FeatureConfig(), minilm_tokenizer, max_length=64)
     words = ["Cocaine", "and", "heparin", "toxicity", "caused", "a", "seizure"]
     batch = builder.encode([words, ["no", "match"]])
     f = batch["token_features"]
@@ -223,7 +223,7 @@ def test_word_pieces_inherit_and_b_only_on_the_first_piece(two_trees, minilm_tok
 def test_groups_select_columns_and_concept_buckets_are_stable(two_trees, minilm_tokenizer):
     from priorkit.features import FeatureBuilder, concept_bucket
 
-    builder = FeatureBuilder(two_trees, FeatureSpec(groups=["mesh:D"], concept_buckets=64), minilm_tokenizer)
+    builder = FeatureBuilder(two_trees, FeatureConfig(groups=["mesh:D"], concept_buckets=64), minilm_tokenizer)
     batch = builder.encode([["cocaine", "and", "seizure"]])
     assert batch["token_features"].shape[-1] == 2
     first = batch.word_ids(0).index(0)
@@ -231,7 +231,7 @@ def test_groups_select_columns_and_concept_buckets_are_stable(two_trees, minilm_
     assert batch["token_concepts"][0, batch.word_ids(0).index(2)].sum() == 0  # seizure: group not chosen
     assert concept_bucket("MESH:D2", 64) == concept_bucket("MESH:D2", 64) and 1 <= concept_bucket("x", 3) <= 3
     with pytest.raises(PriorkitError, match="not groups of provider"):
-        FeatureBuilder(two_trees, FeatureSpec(groups=["mesh:Z"]), minilm_tokenizer)
+        FeatureBuilder(two_trees, FeatureConfig(groups=["mesh:Z"]), minilm_tokenizer)
 
 
 def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees):
@@ -249,7 +249,7 @@ def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees)
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])) and spans[-1][1] <= len(words)
         seen.add(tuple(spans))
     assert len(seen) > 1  # the seed moves them
-    control = FeatureBuilder(two_trees, FeatureSpec(control="random-spans", seed=3))
+    control = FeatureBuilder(two_trees, FeatureConfig(control="random-spans", seed=3))
     assert control.matches(words) == random_spans(real, words, 3)
     assert random_spans([], words, 0) == []
 
@@ -259,7 +259,7 @@ def test_gated_input_starts_as_an_exact_no_op_and_gets_gradients(tiny_ner, two_t
     from priorkit.features import FeatureBuilder, attach_for, detach_features, feature_module
 
     tokenizer = load_tokenizer(str(tiny_ner))
-    builder = FeatureBuilder(two_trees, FeatureSpec(concept_buckets=16), tokenizer, max_length=32)
+    builder = FeatureBuilder(two_trees, FeatureConfig(concept_buckets=16), tokenizer, max_length=32)
     batch = builder.encode([["Cocaine", "and", "heparin", "toxicity"], ["a", "seizure"]])
     plain = {k: v for k, v in batch.items() if not k.startswith("token_")}
     model = _model(tiny_ner).eval()
@@ -309,9 +309,9 @@ def test_features_restored_bit_for_bit_after_reload(tiny_ner, two_trees, tmp_pat
 
     tokenizer = load_tokenizer(str(tiny_ner))
     path = Path(two_trees.params["path"])
-    spec = FeatureSpec(provider="ontology", params={"path": str(path), "cache": False}, concept_buckets=8,
-                       gate="token")
-    builder = FeatureBuilder(priorkit.get_provider("ontology", path=str(path), cache=False), spec, tokenizer, 32)
+    config = FeatureConfig(provider="ontology", params={"path": str(path), "cache": False}, concept_buckets=8,
+                           gate="token")
+    builder = FeatureBuilder(priorkit.get_provider("ontology", path=str(path), cache=False), config, tokenizer, 32)
     model = _model(tiny_ner)
     module = attach_for(model, builder)
     torch.manual_seed(1)
@@ -326,7 +326,7 @@ def test_features_restored_bit_for_bit_after_reload(tiny_ner, two_trees, tmp_pat
     assert save_features(model, builder, tmp_path)
     again = _model(tmp_path).eval()
     restored = restore_features(again, tmp_path, tokenizer, 32)
-    assert restored.groups == builder.groups and restored.spec.concept_buckets == 8
+    assert restored.groups == builder.groups and restored.config.concept_buckets == 8
     batch2 = restored.encode([["Cocaine", "and", "heparin", "toxicity"], ["a", "seizure", "."]])
     assert all(torch.equal(batch[k], batch2[k]) for k in batch)
     with torch.no_grad():
@@ -391,7 +391,7 @@ def test_features_only_setting_and_sweep_overrides(tmp_path):
         """))
     cfg = load_config(path, ["sweep.priors.both.features.dropout=0.3"])
     s = prior_settings(cfg)
-    assert s["features"].attention is None and s["features"].features == FeatureSpec()
+    assert s["features"].attention is None and s["features"].features == FeatureConfig()
     assert s["both"].attention.mode == "bias" and s["both"].features.concept_buckets == 256
     assert s["both"].features.dropout == 0.3
     assert s["control"].features.control == "random-spans" and s["control"].features.seed == 2
@@ -495,7 +495,7 @@ def test_feature_collator_adds_features_to_prior_batches(two_trees, minilm_token
     from priorkit.features import FeatureBuilder, FeatureCollator
 
     prior = PriorBuilder(minilm_tokenizer, two_trees, layout="full", truncation=True, max_length=16)
-    features = FeatureBuilder(two_trees, FeatureSpec(), minilm_tokenizer, max_length=16)
+    features = FeatureBuilder(two_trees, FeatureConfig(), minilm_tokenizer, max_length=16)
     examples = [{"words": ["Heparin", "and", "cocaine"], "labels": [1, 0, 1]},
                 {"words": ["a", "seizure", "in", "rats", "with", "heparin", "toxicity", "after", "cocaine",
                            "use", "for", "many", "weeks", "in", "the", "spring"], "labels": [0] * 16}]

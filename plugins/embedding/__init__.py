@@ -205,9 +205,9 @@ class StaticVectorProvider(_EmbeddingBase):
         self._checksum: str | None = None
 
     def files(self) -> tuple[Path, Path | None]:
-        spec, vocab = self.params["vectors"], self.params["vocab"]
-        path = Path(spec).expanduser()
-        if not path.exists() and spec == "glove":
+        vectors, vocab = self.params["vectors"], self.params["vocab"]
+        path = Path(vectors).expanduser()
+        if not path.exists() and vectors == "glove":
             return (resources.resource_path("glove", "glove_6B_50d_emb.npy"),
                     resources.resource_path("glove", "glove_6B_index.parquet"))
         if not path.exists():

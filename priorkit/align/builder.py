@@ -190,11 +190,11 @@ class PriorBuilder(WordKeys):
         token_side = np.where(seq > 0, 1, 0)
 
         # special tokens: pseudo-words "cls" (the first) and "sep"; side A until B starts
-        spec = np.flatnonzero(special & valid)
+        special_at = np.flatnonzero(special & valid)
         b_start = np.flatnonzero(seq == 1)
         b_start = int(b_start[0]) if len(b_start) else L
         pseudo = {}
-        for i, t in enumerate(spec.tolist()):
+        for i, t in enumerate(special_at.tolist()):
             side = 1 if t > b_start else 0
             name = (side, "cls" if i == 0 and side == 0 else "sep")
             if name not in pseudo:

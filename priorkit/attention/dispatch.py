@@ -106,10 +106,10 @@ def _make_dispatcher(base: str) -> Callable[..., tuple[Tensor, Tensor | None]]:
         **kwargs: Any,
     ) -> tuple[Tensor, Tensor | None]:
         fn = _model_eager(type(module)) if base == "eager" else ALL_ATTENTION_FUNCTIONS[base]
-        spec: LayerPrior | None = module.__dict__.get(LAYER_ATTR)
-        if prior is None or spec is None:
+        layer_prior: LayerPrior | None = module.__dict__.get(LAYER_ATTR)
+        if prior is None or layer_prior is None:
             return fn(module, query, key, value, attention_mask, **kwargs)
-        return spec.attend(module, fn, query, key, value, attention_mask, prior, kwargs)
+        return layer_prior.attend(module, fn, query, key, value, attention_mask, prior, kwargs)
 
     prior_attention.__name__ = prior_attention.__qualname__ = f"{PREFIX}{base}_attention"
     prior_attention.__doc__ = (

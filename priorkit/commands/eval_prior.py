@@ -45,7 +45,7 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     fill = _neutral(neutral)
     sets = [read_word_pairs(b) for b in (benchmarks or ("wordsim353", "simlex999"))]
     labels = list(dict.fromkeys(providers))
-    built = {spec: provider_from_arg(spec) for spec in labels}   # fail fast on a bad spec
+    built = {arg: provider_from_arg(arg) for arg in labels}   # fail fast on a bad --provider
     quiet = json_out == "-"
     results = []
     from rich.console import Console
@@ -53,11 +53,11 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     from tqdm.auto import tqdm
 
     silent = quiet or bool((click.get_current_context().obj or {}).get("quiet"))
-    jobs = [(spec, provider, pairs) for spec, provider in built.items() for pairs in sets]
+    jobs = [(arg, provider, pairs) for arg, provider in built.items() for pairs in sets]
     bar = tqdm(jobs, desc="eval-prior", unit="benchmark", disable=silent or None, leave=False)
-    for spec, provider, pairs in bar:
-        bar.set_postfix_str(f"{spec} on {pairs.name} ({len(pairs)} pairs)")
-        results.append(evaluate(provider, pairs, label=spec, neutral=fill))
+    for arg, provider, pairs in bar:
+        bar.set_postfix_str(f"{arg} on {pairs.name} ({len(pairs)} pairs)")
+        results.append(evaluate(provider, pairs, label=arg, neutral=fill))
     if json_out:
         payload = json.dumps(
             {"benchmarks": {p.name: str(p.path) for p in sets}, "neutral": neutral,

@@ -2,7 +2,7 @@
 optionally hashed concept ids), added to the input embeddings through a
 zero-initialised, gated projection (docs/features.md).
 
-Names load on first use (PEP 562), so ``FeatureSpec`` (plain data, used by the
+Names load on first use (PEP 562), so ``FeatureConfig`` (plain data, used by the
 pipeline schema) comes without torch.
 """
 from __future__ import annotations
@@ -10,19 +10,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .spec import FeatureSpec
+from .config import FeatureConfig
 
 _LAZY = {
     "FeatureBuilder": "builder", "concept_bucket": "builder", "check_provider": "builder",
     "FeatureCollator": "collate",
     "random_spans": "control",
-    "attach_for": "folder", "read_spec": "folder", "restore_features": "folder", "save_features": "folder",
+    "attach_for": "folder", "read_config": "folder", "restore_features": "folder", "save_features": "folder",
     "TokenFeatureInput": "model", "attach_features": "model", "detach_features": "model",
     "feature_module": "model", "feature_param_group": "model", "feature_parameters": "model",
     "dictionary_scores": "baseline", "group_entities": "baseline",
 }
 
-__all__ = ["FeatureSpec", *_LAZY]
+__all__ = ["FeatureConfig", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ import torch
 from ..errors import PriorkitError
 from ..provider import Match, PriorProvider
 from .control import random_spans
-from .spec import FeatureSpec
+from .config import FeatureConfig
 
 _MEMO_LIMIT = 500_000
 
@@ -45,16 +45,16 @@ def check_provider(provider: PriorProvider) -> None:
 class FeatureBuilder:
     """Token features of word lists from ``provider``'s concept matches (see the module doc)."""
 
-    def __init__(self, provider: PriorProvider, spec: FeatureSpec, tokenizer: Any = None,
+    def __init__(self, provider: PriorProvider, config: FeatureConfig, tokenizer: Any = None,
                  max_length: int | None = None) -> None:
         check_provider(provider)
-        bad = spec.problems()
+        bad = config.problems()
         if bad:
             raise PriorkitError(f"token features: {bad[0][0]} {bad[0][1]}")
-        self.provider, self.spec = provider, spec
+        self.provider, self.config = provider, config
         self.tokenizer, self.max_length = tokenizer, max_length
         available = list(provider.match_groups())
-        groups = list(spec.groups) if spec.groups is not None else available
+        groups = list(config.groups) if config.groups is not None else available
         unknown = [g for g in groups if g not in available]
         if unknown:
             raise PriorkitError(f"token features: groups {unknown} are not groups of provider "
@@ -70,7 +70,7 @@ class FeatureBuilder:
         return 2 * len(self.groups)
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec.to_dict(), "groups": list(self.groups),
+        return {"config": self.config.to_dict(), "groups": list(self.groups),
                 "provider": self.provider.describe()}
 
     # ---- words ----------------------------------------------------------
@@ -81,8 +81,8 @@ class FeatureBuilder:
         hit = self._memo.get(key)
         if hit is None:
             hit = [m for m in self.provider.matches(list(key)) if m.group in self._index]
-            if self.spec.control == "random-spans":
-                hit = random_spans(hit, key, self.spec.seed)
+            if self.config.control == "random-spans":
+                hit = random_spans(hit, key, self.config.seed)
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
             self._memo[key] = hit
@@ -100,7 +100,7 @@ class FeatureBuilder:
         wid = np.array([-1 if w is None else w for w in word_ids], dtype=np.int64)
         first = np.ones(L, dtype=bool)  # the first token of its word
         first[1:] = wid[1:] != wid[:-1]
-        buckets = self.spec.concept_buckets
+        buckets = self.config.concept_buckets
         for m in matches:
             inside = np.flatnonzero((wid >= m.start) & (wid < m.end))
             if not inside.size:  # cut off by truncation
@@ -128,7 +128,7 @@ class FeatureBuilder:
             feats[b, : f.shape[0]] = torch.from_numpy(f)
             rows.append(c)
         out = {"token_features": feats}
-        if self.spec.concept_buckets:
+        if self.config.concept_buckets:
             width = max(1, max((len(c) for r in rows for c in r), default=1))
             ids = torch.zeros((B, L, width), dtype=torch.long)
             for b, r in enumerate(rows):

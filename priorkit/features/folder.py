@@ -1,4 +1,4 @@
-"""Token features in a model folder: ``priorkit-features.json`` (the spec, the groups, the
+"""Token features in a model folder: ``priorkit-features.json`` (the config, the groups, the
 provider) and ``priorkit-features.safetensors`` (the gated projection's weights).
 
 :func:`save_features` writes both next to the model's own files; :func:`restore_features`
@@ -15,16 +15,16 @@ from typing import Any
 from ..errors import PriorkitError
 from .builder import FeatureBuilder
 from .model import attach_features, feature_module
-from .spec import FeatureSpec
+from .config import FeatureConfig
 
-SPEC_FILE = "priorkit-features.json"
+CONFIG_FILE = "priorkit-features.json"
 WEIGHTS_FILE = "priorkit-features.safetensors"
 FORMAT = 1
 
 
 def attach_for(model: Any, builder: FeatureBuilder):
-    """Attach the feature input ``builder``'s spec describes to ``model``."""
-    s = builder.spec
+    """Attach the feature input ``builder``'s config describes to ``model``."""
+    s = builder.config
     return attach_features(model, builder.n_features, concept_buckets=s.concept_buckets, dropout=s.dropout,
                            gate=s.gate, gate_init=s.gate_init)
 
@@ -39,16 +39,16 @@ def save_features(model: Any, builder: FeatureBuilder | None, folder: str | Path
     folder = Path(folder)
     state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
     save_file(state, str(folder / WEIGHTS_FILE))
-    spec = builder.spec.to_dict()
-    spec["groups"] = list(builder.groups)
-    info = {"format": FORMAT, "spec": spec, "n_features": builder.n_features,
+    config = builder.config.to_dict()
+    config["groups"] = list(builder.groups)
+    info = {"format": FORMAT, "config": config, "n_features": builder.n_features,
             "hidden": module.hidden, "provider": builder.provider.describe()}
-    (folder / SPEC_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    (folder / CONFIG_FILE).write_text(json.dumps(info, indent=2) + "\n")
     return True
 
 
-def read_spec(folder: str | Path) -> dict[str, Any] | None:
-    path = Path(folder) / SPEC_FILE
+def read_config(folder: str | Path) -> dict[str, Any] | None:
+    path = Path(folder) / CONFIG_FILE
     if not path.exists():
         return None
     try:
@@ -70,22 +70,22 @@ def restore_features(model: Any, folder: str | Path, tokenizer: Any = None,
     from ..plugins import get_provider
 
     folder = Path(folder)
-    info = read_spec(folder)
+    info = read_config(folder)
     if info is None:
         return None
     weights = folder / WEIGHTS_FILE
     if not weights.exists():
-        raise PriorkitError(f"{weights} is missing next to {SPEC_FILE}; copy the whole model folder")
-    spec = FeatureSpec.from_dict(info["spec"])
-    provider = get_provider(spec.provider, **(spec.params or {}))
+        raise PriorkitError(f"{weights} is missing next to {CONFIG_FILE}; copy the whole model folder")
+    config = FeatureConfig.from_dict(info["config"])
+    provider = get_provider(config.provider, **(config.params or {}))
     saved_fp = (info.get("provider") or {}).get("fingerprint")
     if saved_fp and provider.fingerprint != saved_fp:
-        warnings.warn(f"{folder}: the {spec.provider} provider's fingerprint is now {provider.fingerprint}, "
+        warnings.warn(f"{folder}: the {config.provider} provider's fingerprint is now {provider.fingerprint}, "
                       f"the model was trained with {saved_fp}: its matches, and so the token features, "
                       "may differ from training", UserWarning, stacklevel=2)
-    builder = FeatureBuilder(provider, spec, tokenizer, max_length)
+    builder = FeatureBuilder(provider, config, tokenizer, max_length)
     if builder.n_features != info["n_features"]:
-        raise PriorkitError(f"{folder / SPEC_FILE}: {info['n_features']} features saved, the spec gives "
+        raise PriorkitError(f"{folder / CONFIG_FILE}: {info['n_features']} features saved, the config gives "
                             f"{builder.n_features}")
     module = attach_for(model, builder)
     module.load_state_dict(load_file(str(weights)))  # copied into the attached parameters (their device)

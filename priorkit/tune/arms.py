@@ -156,8 +156,8 @@ def prepare_arms(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> dict[st
     for name, (acfg, r, dims) in checked.items():
         ctx = st.TuneContext(acfg, {k: v for k, v in r.items() if k != "tune"}, dims, root / ARMS_DIR / name,
                              {"train": pool, "eval": val}, metric, log)
-        spec = cfg.tune.arms[name]
-        out[name] = Arm(name, ctx, not (spec.prior is None or spec.prior == "none"), spec.control_of)
+        arm = cfg.tune.arms[name]
+        out[name] = Arm(name, ctx, not (arm.prior is None or arm.prior == "none"), arm.control_of)
     return out
 
 

@@ -60,10 +60,10 @@ def run_final(configs: dict[str, PipelineConfig], log) -> None:
         splits = load_data(acfg)
         for pname, prior in prior_settings(acfg).items():
             precompute_step(acfg, pname, prior, splits, log=lambda m: None)
-        specs = sw.grid(acfg)
-        for i, spec in enumerate(specs, start=1):
-            log(f"final [{name}] run {i}/{len(specs)}: {spec.label}")
-            run_one(spec, splits, log=log)
+        plans = sw.grid(acfg)
+        for i, plan in enumerate(plans, start=1):
+            log(f"final [{name}] run {i}/{len(plans)}: {plan.label}")
+            run_one(plan, splits, log=log)
 
 
 def collect_scores(configs: dict[str, PipelineConfig]) -> tuple[list[dict], dict[tuple[str, float], dict[int, float]]]:

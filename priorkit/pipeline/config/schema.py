@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from ...features.spec import FeatureSpec
+from ...features.config import FeatureConfig
 from ...spec import PriorSpec, spec_of
 from .loader import _convert, _where
 
@@ -108,7 +108,7 @@ class PriorConfig(PriorSpec):
     attention: AttentionConfig | None = dataclasses.field(default_factory=AttentionConfig)
     #: token features from the provider's concept matches (token classification only;
     #: docs/features.md); null: none.
-    features: FeatureSpec | None = None
+    features: FeatureConfig | None = None
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)

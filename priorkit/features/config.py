@@ -1,6 +1,6 @@
 """What token features a model gets, as plain data (the ``prior.features`` section).
 
-Torch-free, so the pipeline schema can use :class:`FeatureSpec` as a section type
+Torch-free, so the pipeline schema can use :class:`FeatureConfig` as a section type
 and a model folder can store it as JSON.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ GATES = ("token", "scalar")
 
 
 @dataclasses.dataclass
-class FeatureSpec:
+class FeatureConfig:
     #: provider of the concept matches; null: the prior's own provider (and params).
     provider: str | None = None
     #: the provider's parameters; null: the prior's params when the provider is the prior's, else {}.
@@ -36,8 +36,8 @@ class FeatureSpec:
     #: the feature parameters' own learning rate (null: train.learning_rate).
     learning_rate: float | None = None
 
-    def resolved(self, provider: str, params: dict[str, Any] | None) -> "FeatureSpec":
-        """This spec with ``provider``/``params`` filled in from the prior's (when null)."""
+    def resolved(self, provider: str, params: dict[str, Any] | None) -> "FeatureConfig":
+        """This config with ``provider``/``params`` filled in from the prior's (when null)."""
         if self.provider is None:
             return dataclasses.replace(self, provider=provider,
                                        params=dict(params or {}) if self.params is None else self.params)
@@ -47,7 +47,7 @@ class FeatureSpec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FeatureSpec":
+    def from_dict(cls, data: dict[str, Any]) -> "FeatureConfig":
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -57,7 +57,7 @@ class FeatureSpec:
         return cls(**data)
 
     def problems(self) -> list[tuple[str, str]]:
-        """(field, message) for values out of range; empty when the spec is usable."""
+        """(field, message) for values out of range; empty when the config is usable."""
         out = []
         if isinstance(self.concept_buckets, bool) or self.concept_buckets < 0:
             out.append(("concept_buckets", f"must be a whole number >= 0 (0: off), got {self.concept_buckets!r}"))
