@@ -3,6 +3,7 @@ input, save/reload, pipeline checks and an outside plug-in.  Real ontologies (ha
 files, HPO + MeSH), the real MiniLM tokenizer, a tiny random BERT for the model side."""
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -476,6 +477,10 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
     assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
     folder = result.plan.run_dir / "model"
     assert (folder / "priorkit-features.json").exists() and (folder / "priorkit-features.safetensors").exists()
+    prior = json.loads((folder / "priorkit.json").read_text())["prior"]  # token features, no attention
+    assert prior["attention"] is None and prior["features"]["groups"] == ["mesh:C", "mesh:D"]
+    card = (folder / "README.md").read_text()
+    assert "in its attention" not in card and "token features from the ontology provider" in card
     trained = load_trained(result.plan.run_dir)
     module = feature_module(trained.model)
     assert module is not None and module.proj.weight.abs().sum() > 0  # trained away from zero

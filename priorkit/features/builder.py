@@ -22,8 +22,8 @@ import torch
 
 from ..errors import PriorkitError
 from ..provider import Match, PriorProvider
-from .control import random_spans
 from .config import FeatureConfig
+from .control import random_spans
 
 _MEMO_LIMIT = 500_000
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import PriorkitError
 from .builder import FeatureBuilder
-from .model import attach_features, feature_module
 from .config import FeatureConfig
+from .model import attach_features, feature_module
 
 CONFIG_FILE = "priorkit-features.json"
 WEIGHTS_FILE = "priorkit-features.safetensors"

@@ -9,7 +9,9 @@ weights and the tokenizer files):
     kind (sentence pairs, single texts or words), the tokenizer's max length,
     the prior (its :class:`~priorkit.spec.PriorSpec` as ``spec.to_dict()``, and
     the provider's name, parameters, version and fingerprint), the attention
-    settings (mode, layers, heads, options) and the cache the run read.
+    settings (mode, layers, heads, options; null when the prior only feeds token
+    features), the token features (``prior.features``: their provider, groups and
+    width, from ``priorkit-features.json``; null without) and the cache the run read.
     :func:`priorkit.load_model` rebuilds the builder from the spec.  Format 1
     (before the spec was stored whole: no ``within``, no stop words) still loads.
 
@@ -62,9 +64,11 @@ def input_kind(example: Mapping[str, Any] | None, task_type: str) -> str:
 
 
 def prior_description(spec: PriorSpec | None, name: str | None, cache: str | None,
-                      attention: Mapping[str, Any] | None) -> dict | None:
-    """The prior part of priorkit.json (None: no prior): the spec whole, and what its
-    provider says about itself (name, parameters with defaults, version, fingerprint)."""
+                      attention: Mapping[str, Any] | None,
+                      features: Mapping[str, Any] | None = None) -> dict | None:
+    """The prior part of priorkit.json (None: no prior): the spec whole, what its provider
+    says about itself (name, parameters with defaults, version, fingerprint), the attention
+    settings (None: the prior is not in attention) and the token features (None: none)."""
     if spec is None:
         return None
     provider = spec.build_provider()
@@ -78,7 +82,30 @@ def prior_description(spec: PriorSpec | None, name: str | None, cache: str | Non
         "plugin": d.get("plugin"),
         "fingerprint": provider.fingerprint,
         "attention": dict(attention) if attention else None,
+        "features": dict(features) if features else None,
         "cache": cache,
+    }
+
+
+def features_description(folder: str | os.PathLike) -> dict | None:
+    """The token features of a model folder, for priorkit.json and the card (None: none):
+    what ``priorkit-features.json`` says of their provider, groups and width."""
+    from ..features.folder import read_config
+
+    saved = read_config(folder)
+    if saved is None:
+        return None
+    config, provider = saved["config"], saved.get("provider") or {}
+    return {
+        "provider": provider.get("name", config.get("provider")),
+        "params": provider.get("params", config.get("params")),
+        "provider_version": str(provider.get("version")),
+        "fingerprint": provider.get("fingerprint"),
+        "groups": list(config["groups"]),
+        "n_features": saved["n_features"],
+        "concept_buckets": config.get("concept_buckets", 0),
+        "gate": config.get("gate"),
+        "control": config.get("control"),
     }
 
 
@@ -88,9 +115,10 @@ def spec_from_info(prior: Mapping[str, Any]) -> PriorSpec:
 
 
 def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, inputs: str,
-                 command: str | None = None) -> dict[str, Any]:
+                 command: str | None = None, features: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``,
-    whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own)."""
+    whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own);
+    ``features``: :func:`features_description` of the model folder."""
     from .. import __version__
 
     task = meta["task"]
@@ -105,7 +133,8 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
                  "metric": task.get("metric")},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
-        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache"), attention),
+        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache"), attention,
+                                   features),
         "training": {
             "pipeline": meta.get("pipeline"),
             "prior_setting": meta.get("prior_name"),
@@ -123,10 +152,11 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
 
 def write_model_files(folder: str | os.PathLike, meta: Mapping[str, Any], inputs: str,
                       command: str | None = None) -> dict[str, Any]:
-    """Write priorkit.json and README.md into a model folder that holds config.json."""
+    """Write priorkit.json and README.md into a model folder that holds config.json (and
+    priorkit-features.json when the model has token features: write that first)."""
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text())
-    info = describe_run(meta, config.get("priorkit"), inputs, command)
+    info = describe_run(meta, config.get("priorkit"), inputs, command, features_description(folder))
     _write(folder / PRIORKIT_JSON, json.dumps(info, indent=2) + "\n")
     _write(folder / CARD, model_card(info, config))
     return info
@@ -191,11 +221,15 @@ _PIPELINE_TAG = {"regression": "sentence-similarity", "pair-classification": "te
 def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
     """The README.md of a model folder (Hugging Face model card layout)."""
     task, prior, training = info["task"], info.get("prior"), info.get("training") or {}
+    att, feats = _uses(prior)
     base = training.get("base_model") or "sentence-transformers/all-MiniLM-L6-v2"
     front = ["---", "library_name: transformers", f"pipeline_tag: {_PIPELINE_TAG[task['type']]}",
-             "tags:", "- priorkit", "- prior-guided-attention"]
-    if prior:
-        front.append(f"- prior-{prior['provider']}")
+             "tags:", "- priorkit"]
+    if att:
+        front += ["- prior-guided-attention", f"- prior-{prior['provider']}"]
+    if feats:
+        front += ["- token-features"] + ([f"- prior-{feats['provider']}"]
+                                         if att is None or feats["provider"] != prior["provider"] else [])
     if not os.path.isabs(base):
         front.append(f"base_model: {base}")
     if task.get("metric"):
@@ -204,21 +238,14 @@ def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
     title = training.get("pipeline") or "priorkit model"
     lines = front + ["", f"# {title}: {training.get('prior_setting') or 'no prior'}", "",
                      f"A `{config.get('model_type', '?')}` encoder fine-tuned by "
-                     f"priorkit for {task['type']}"
-                     + (f" with a {prior['provider']} prior in its attention." if prior else " without a prior."),
-                     ""]
+                     f"priorkit for {task['type']}{_prior_summary(prior)}", ""]
     lines += ["## Prior", ""]
     if prior:
-        att = prior.get("attention") or {}
-        spec = spec_from_info(prior)
-        built = spec.resolved()
-        rows = [("provider", f"{prior['provider']} v{prior['provider_version']}"),
-                ("parameters", json.dumps(prior["params"], sort_keys=True)),
-                ("fingerprint", f"`{prior['fingerprint']}`"),
-                ("preset", spec.preset or "-"), ("layout", built.layout), ("keys", built.keys),
-                ("neutral", f"{built.neutral:g}"), ("within", built.within),
-                ("attention", f"mode {att.get('mode')}, layers {att.get('layers')}, heads {att.get('heads') or 'all'}"
-                              + (f", options {att.get('options')}" if att.get("options") else ""))]
+        rows = _attention_rows(prior) if att is not None else []
+        if feats:
+            rows += _feature_rows(feats)
+            if att is None:
+                rows.append(("attention", "none: the prior feeds the token features only"))
         lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
     else:
         lines += ["None: this is the baseline without a prior.", ""]
@@ -242,15 +269,81 @@ def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
         lines.append("")
     else:
         lines += ["Not evaluated yet (the pipeline's evaluate step fills this in).", ""]
-    lines += ["## Use", "", "The prior is part of the model: load it through priorkit, which rebuilds the same",
-              "priors from `priorkit.json` and switches prior attention back on.", "",
+    lines += ["## Use", "", _use_text(att, feats), "",
               "```python", "import priorkit", "", 'model = priorkit.load_model("PATH/TO/THIS/FOLDER")',
               _example_call(info["inputs"]), "```", "",
-              "```bash", "priorkit predict PATH/TO/THIS/FOLDER input.tsv --out predictions.jsonl", "```", "",
-              "A plain `AutoModel...from_pretrained` gives the stock model without the prior.", ""]
+              "```bash", "priorkit predict PATH/TO/THIS/FOLDER input.tsv --out predictions.jsonl", "```", ""]
+    if prior:
+        lost = " and ".join(w for w, on in (("the prior attention", att is not None),
+                                             ("the token features", bool(feats))) if on) or "the prior"
+        lines += [f"A plain `AutoModel...from_pretrained` gives the stock model without {lost}.", ""]
     lines += ["## Training", "", "```bash", training.get("command") or "(unknown)", "```", "",
               f"priorkit {info.get('priorkit_version')}, {info.get('created')}.", ""]
     return "\n".join(lines)
+
+
+def _uses(prior: Mapping[str, Any] | None) -> tuple[dict | None, dict | None]:
+    """(attention settings, token features) of priorkit.json's prior; None for what the model
+    does not have.  A prior with neither on record (not written by this priorkit) counts as
+    attention, as format 1 folders all were."""
+    if not prior:
+        return None, None
+    att, feats = prior.get("attention"), prior.get("features")
+    if att is None and not feats:
+        att = {}
+    return (dict(att) if att is not None else None), (dict(feats) if feats else None)
+
+
+def _prior_summary(prior: Mapping[str, Any] | None) -> str:
+    """How the model uses its prior, in words, for the card's first sentence."""
+    att, feats = _uses(prior)
+    parts = []
+    if att is not None:
+        parts.append(f"a prior from the {prior['provider']} provider in its attention")
+    if feats:
+        parts.append(f"token features from the {feats['provider']} provider's concept matches (B/I tags of "
+                     f"{', '.join(feats['groups'])}) added to its input embeddings")
+    return " with " + " and ".join(parts) + "." if parts else " without a prior."
+
+
+def _attention_rows(prior: Mapping[str, Any]) -> list[tuple[str, str]]:
+    att = prior.get("attention") or {}
+    spec = spec_from_info(prior)
+    built = spec.resolved()
+    return [("provider", f"{prior['provider']} v{prior['provider_version']}"),
+            ("parameters", json.dumps(prior["params"], sort_keys=True)),
+            ("fingerprint", f"`{prior['fingerprint']}`"),
+            ("preset", spec.preset or "-"), ("layout", built.layout), ("keys", built.keys),
+            ("neutral", f"{built.neutral:g}"), ("within", built.within),
+            ("attention", f"mode {att.get('mode')}, layers {att.get('layers')}, heads {att.get('heads') or 'all'}"
+                          + (f", options {att.get('options')}" if att.get("options") else ""))]
+
+
+def _feature_rows(feats: Mapping[str, Any]) -> list[tuple[str, str]]:
+    width = f"{feats['n_features']} (B/I tags of {', '.join(feats['groups'])})"
+    if feats.get("concept_buckets"):
+        width += f", hashed concept ids in {feats['concept_buckets']} buckets"
+    rows = [("token features", width),
+            ("feature provider", f"{feats['provider']} v{feats['provider_version']}"),
+            ("feature parameters", json.dumps(feats["params"], sort_keys=True)),
+            ("feature fingerprint", f"`{feats['fingerprint']}`"),
+            ("feature gate", feats.get("gate") or "-")]
+    if feats.get("control"):
+        rows.append(("control", f"{feats['control']}: matches moved to random spans (no knowledge)"))
+    return rows
+
+
+def _use_text(att: Mapping[str, Any] | None, feats: Mapping[str, Any] | None) -> str:
+    does = []
+    if att is not None:
+        does.append("rebuilds the same priors from `priorkit.json` and switches prior attention back on")
+    if feats:
+        does.append("attaches the token-feature input again (`priorkit-features.safetensors`) and rebuilds "
+                    "the features from the provider (`priorkit-features.json`)")
+    if not does:
+        return ("Load it through priorkit, which reads the labels, their scale and the input kind from "
+                "`priorkit.json`.")
+    return "The prior is part of the model: load it through priorkit, which " + "; it also ".join(does) + "."
 
 
 def _example_call(inputs: str) -> str:

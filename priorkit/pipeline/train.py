@@ -180,12 +180,13 @@ def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary
         meta["train"] = summary
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
         (tmp / "priorkit-pipeline.yaml").write_text(plan.cfg.to_yaml())
-        from ..inference.folder import write_model_files
-
-        write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
         from ..features import save_features
 
         save_features(trainer.model, features, tmp)  # priorkit-features.json/.safetensors (none: no-op)
+        from ..inference.folder import write_model_files
+
+        # after the features: priorkit.json and the card say what the features are
+        write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
 
