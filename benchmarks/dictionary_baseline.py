@@ -6,7 +6,10 @@ mesh:D -> Chemical, hpo -> Disease; a mention in several groups takes the first 
 --types); the split and the scorer are those of the trained models
 (pipelines/bc5cdr-features.yaml), so the figures sit beside theirs.
 
-    .venv/bin/python benchmarks/dictionary_baseline.py [--split test] [--source hpo+mesh] [--json out.json]
+    .venv/bin/python benchmarks/dictionary_baseline.py [--split test] [--sample N] [--source hpo+mesh] [--json out.json]
+
+``--sample N`` scores the same fixed sample of the split as a pipeline's ``data.test: {sample: N}``
+(drawn with ``--sample-seed``, default 0, as ``sample_seed`` is).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import priorkit  # noqa: E402
 from priorkit.features.baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
 from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import read_source  # noqa: E402
+from priorkit.pipeline.data import read_source, slice_examples  # noqa: E402
 
 
 def main() -> None:
@@ -29,10 +32,14 @@ def main() -> None:
     ap.add_argument("--source", default="hpo+mesh", help="ontology source(s), e.g. hpo, mesh, hpo+mesh")
     ap.add_argument("--types", default=json.dumps(BC5CDR_TYPES),
                     help="JSON group -> entity type, in priority order (default: %(default)s)")
+    ap.add_argument("--sample", type=int, help="a fixed sample of N sentences, as data.<split>.sample draws it")
+    ap.add_argument("--sample-seed", type=int, default=0)
     ap.add_argument("--json", help="also write the scores here")
     args = ap.parse_args()
     types = json.loads(args.types)
-    examples, origin = read_source(DataSource(source="bc5cdr", split=args.split))
+    src = DataSource(source="bc5cdr", split=args.split, sample=args.sample, sample_seed=args.sample_seed)
+    examples, origin = read_source(src)
+    examples = slice_examples(examples, src)
     provider = priorkit.get_provider("ontology", source=args.source)
     t0 = time.perf_counter()
     provider.ensure_loaded()
@@ -49,7 +56,8 @@ def main() -> None:
         print(f"{name:10} {p:9.4f} {r:9.4f} {f:9.4f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"split": args.split, "source": args.source, "types": types, "scores": scores}, fh, indent=2)
+            json.dump({"split": args.split, "sample": args.sample, "sample_seed": args.sample_seed, "source": args.source,
+                       "types": types, "scores": scores}, fh, indent=2)
 
 
 if __name__ == "__main__":
