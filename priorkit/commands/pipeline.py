@@ -105,6 +105,8 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     Writes runs/NAME/results.csv, results.md and results.png and prints the
     table: mean and std over seeds, and the difference to the baseline setting.
     Finished runs are skipped, so an interrupted sweep continues where it stopped.
+    With sweep.controls it also writes controls.md/.csv/.png and prints whether each
+    prior pays off (beats the baseline and its control).
     """
     cfg = _load(pipeline, overrides)
     if print_config:
@@ -129,6 +131,8 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     if not ranks.is_main():  # under torchrun: one table, from the main process
         return
     sw.print_table(cfg, result.cells)
+    for verdict in result.verdicts:  # sweep.controls: does each prior beat no prior and its control?
+        click.echo(verdict.line)
     for kind, path in result.files.items():
         click.echo(f"{kind}: {path}")
 

@@ -17,7 +17,7 @@ import csv
 import dataclasses
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -70,22 +70,30 @@ def comparison_rows(comparisons: Sequence[Comparison], scale: float = 100.0) -> 
     return rows
 
 
-def markdown(comparisons: Sequence[Comparison], title: str, note: str, scale: float = 100.0) -> str:
-    lines = [f"# {title}", "", note, "", "| " + " | ".join(POWER_HEADER) + " |",
-             "|" + "|".join("---" for _ in POWER_HEADER) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in comparison_rows(comparisons, scale)]
+def markdown(comparisons: Sequence[Comparison], title: str, note: str, scale: float = 100.0,
+             extra: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The power table; ``extra`` adds columns (header -> one value per comparison)."""
+    extra = dict(extra or {})
+    header = POWER_HEADER + list(extra)
+    lines = [f"# {title}", "", note, "", "| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r + [str(v[i]) for v in extra.values()]) + " |"
+              for i, r in enumerate(comparison_rows(comparisons, scale))]
     return "\n".join(lines) + "\n"
 
 
-def write_csv(comparisons: Sequence[Comparison], path: Path) -> Path:
+def write_csv(comparisons: Sequence[Comparison], path: Path,
+              extra: Mapping[str, Sequence[object]] | None = None) -> Path:
+    """One row per comparison (unscaled); ``extra`` adds columns (name -> one value per comparison)."""
+    extra = dict(extra or {})
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["fraction", "setting", "vs", "seeds", "mean_delta", "sd_delta", "ci_low", "ci_high", "mde",
-                    "per_seed_delta"])
-        for c in comparisons:
+                    "per_seed_delta", *extra])
+        for i, c in enumerate(comparisons):
             s = c.stats
             w.writerow([c.fraction, c.setting, c.reference, s.n, s.mean, s.sd, s.ci_low, s.ci_high, s.mde,
-                        " ".join(f"{d:.6g}" for d in c.deltas)])
+                        " ".join(f"{d:.6g}" for d in c.deltas), *(v[i] for v in extra.values())])
     return path
 
 

@@ -12,7 +12,9 @@ baseline setting with its spread, 95% CI and the smallest delta the seeds could
 detect, and how many seeds the setting beat the baseline on), ``results.png``
 (each seed's paired delta, the mean with its 95% CI) and, with several
 fractions, the learning curve ``curve.png`` / ``curve.md`` / ``curve.csv``
-(:mod:`priorkit.pipeline.curve`).
+(:mod:`priorkit.pipeline.curve`); with ``sweep.controls``, ``controls.md`` /
+``controls.csv`` / ``controls.png``: each prior against the baseline and against its
+control, and whether it pays off (:mod:`priorkit.pipeline.verdict`).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .curve import Comparison
 from .data import load_data
 from .steps import Log, _silent, precompute_step, run_one
 from .train import RunPlan, configure_torch
+from .verdict import Verdict, sweep_controls
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"
 
@@ -112,6 +115,8 @@ class SweepResult:
     rows: list[dict[str, Any]]
     cells: list[Cell]
     files: dict[str, Path]
+    #: with ``sweep.controls``: whether each setting pays off at each fraction
+    verdicts: list[Verdict] = dataclasses.field(default_factory=list)
 
 
 def grid(cfg: PipelineConfig) -> list[RunPlan]:
@@ -220,7 +225,9 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         if png is not None:
             files["png"] = png
         files.update(curve_files(cfg, cells, out))
-    return SweepResult(cfg, rows, cells, files)
+    verdicts, control_files = sweep_controls(cfg, rows)
+    files.update(control_files)
+    return SweepResult(cfg, rows, cells, files, verdicts)
 
 
 def curve_files(cfg: PipelineConfig, cells: Sequence[Cell], folder: Path) -> dict[str, Path]:

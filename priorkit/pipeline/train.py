@@ -267,10 +267,11 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     cfg = config_from_dict(meta["config"], source=str(meta_file))
     # the run's own prior in place of the file's; sweep.priors are merged over the file's
     # prior and would be checked against the wrong base, so they are left out (the rest
-    # of the sweep section stays: sweep.split is checked against `evaluate`; sweep.baseline names
-    # one of those settings and goes with them)
+    # of the sweep section stays: sweep.split is checked against `evaluate`; sweep.baseline and
+    # sweep.controls name those settings and go with them)
     own = {**meta["config"], "prior": meta["prior"],
-           "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items() if k not in ("priors", "baseline")}}
+           "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items()
+                     if k not in ("priors", "baseline", "controls")}}
     prior = config_from_dict(own, source=str(meta_file)).prior if meta["prior"] is not None else None
     if prior is not None and meta.get("cache") and prior.cache is not None:
         prior.cache = meta["cache"]  # absolute: the run may be loaded from another directory

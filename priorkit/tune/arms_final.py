@@ -25,6 +25,7 @@ import yaml
 from ..pipeline import curve as cv
 from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
 from ..pipeline.tasks import is_better
+from ..pipeline.verdict import judge
 from . import arms as am
 from .sampler import grid_size, uses_grid
 
@@ -99,33 +100,20 @@ def comparisons(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
 
 def verdicts(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
              comps: list[cv.Comparison]) -> list[tuple[float, str, str]]:
-    """(fraction, prior arm, verdict) for every prior arm that is not a control."""
+    """(fraction, prior arm, verdict) for every prior arm that is not a control
+    (the rule: :func:`priorkit.pipeline.verdict.judge`)."""
     higher = is_better(cfg.task.metric, 1.0, 0.0)
+    scale = 1.0 if cfg.task.metric == "mse" else 100.0
     by = {(c.fraction, c.setting, c.reference): c for c in comps}
     out = []
     for f in sorted({c.fraction for c in comps}):
         for name, arm in arms.items():
             if not arm.has_prior or arm.control_of is not None:
                 continue
-            vs_none = by.get((f, name, reference))
-            controls = [n for n, a in arms.items() if a.control_of == name]
-            if vs_none is None:
-                out.append((f, name, "no runs yet"))
-                continue
-            beats_none = vs_none.stats.excludes_zero(higher)
-            missing = [n for n in controls if (f, name, n) not in by]
-            beats_controls = all(by[(f, name, n)].stats.excludes_zero(higher) for n in controls if n not in missing)
-            if missing:
-                verdict = f"control runs missing ({', '.join(missing)})"
-            elif not beats_none:
-                verdict = f"does not pay off: the CI vs {reference} includes 0 or the wrong side"
-            elif not controls:
-                verdict = f"beats {reference}, but no control arm (control_of: {name}) to rule out the values alone"
-            elif not beats_controls:
-                verdict = "does not pay off: beats no prior but not its control(s)"
-            else:
-                verdict = f"pays off: beats {reference} and {', '.join(controls)}"
-            out.append((f, name, verdict))
+            controls = {n: by.get((f, name, n)) for n, a in arms.items() if a.control_of == name}
+            v = judge(name, f, reference, by.get((f, name, reference)), controls, higher, scale=scale,
+                      no_control=f"no control arm (control_of: {name})")
+            out.append((f, name, ("pays off: " if v.pays_off else "does not pay off: ") + v.reason))
     return out
 
 

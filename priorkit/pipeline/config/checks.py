@@ -111,6 +111,31 @@ def _check(cfg: PipelineConfig) -> None:
     settings = resolve_sweep_priors(cfg)
     if sw.baseline not in settings:
         raise fail("sweep.baseline", f"{sw.baseline!r} is not one of sweep.priors ({', '.join(settings)})")
+    _check_controls(cfg, list(settings))
+
+
+def _check_controls(cfg: PipelineConfig, settings: list[str]) -> None:
+    """``sweep.controls``: setting -> control, both settings of the sweep, neither the baseline."""
+    sw = cfg.sweep
+    for setting, control in sw.controls.items():
+        path = ("sweep", "controls", setting)
+
+        def fail(msg: str) -> ConfigError:
+            return _fail(path, cfg.locations, cfg.source, msg)
+
+        for name in (setting, control):
+            if name not in settings:
+                raise fail(f"{name!r} is not a setting of sweep.priors ({', '.join(settings)}); "
+                           "controls maps a prior setting to its control setting")
+        if setting == control:
+            raise fail(f"{setting!r} is its own control; name a knowledge-free twin of it "
+                       "(e.g. a shuffled prior or random-spans features)")
+        if setting == sw.baseline:
+            raise fail(f"{setting!r} is the baseline (sweep.baseline), which every setting is already "
+                       "compared with; use a prior setting as the key")
+        if control == sw.baseline:
+            raise fail(f"the control of {setting!r} is the baseline {control!r}, which it is already compared "
+                       "with; name a knowledge-free twin of the prior (e.g. a shuffled prior)")
 
 
 BUILTIN_SOURCES = ("stsb", "bc5cdr")

@@ -199,6 +199,10 @@ class SweepConfig:
     per_fraction: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     #: the setting deltas are measured against (usually the no-prior entry).
     baseline: str = "none"
+    #: setting -> its control setting (both in ``priors``): a knowledge-free twin of the
+    #: prior (shuffled values, random-spans features); the setting pays off only when it
+    #: beats the baseline and its control (controls.md, docs/pipelines.md#controls).
+    controls: dict[str, str] = dataclasses.field(default_factory=dict)
     #: which evaluated split the table reports ("eval" or "test").
     split: Literal["eval", "test"] = "eval"
     plot: bool = True
