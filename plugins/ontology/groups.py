@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from priorkit.errors import ProviderParameterError
 from priorkit.provider import Match
 
 from .graph import ConceptGraph
