@@ -130,12 +130,9 @@ def feature_parameters(model: nn.Module) -> list[nn.Parameter]:
 def feature_param_group(optimizer: Any, model: nn.Module, lr: float) -> int:
     """Move the feature parameters into their own optimiser group (``lr``, no weight decay);
     call before the scheduler is made.  Returns how many tensors moved."""
-    ids = {id(p) for p in feature_parameters(model)}
-    if not ids:
+    from ..optim import own_param_group
+
+    params = feature_parameters(model)
+    if not params:
         raise PriorkitError("features.learning_rate is set but the model has no token features")
-    moved = []
-    for group in optimizer.param_groups:
-        moved += [p for p in group["params"] if id(p) in ids]
-        group["params"] = [p for p in group["params"] if id(p) not in ids]
-    optimizer.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
-    return len(moved)
+    return own_param_group(optimizer, params, lr)

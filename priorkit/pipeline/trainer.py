@@ -169,18 +169,12 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
     """Move the learnable prior parameters (gates, strengths) into their own parameter
-    group (learning rate ``lr``, no weight decay, which would pull them towards 0).  Call
-    before the first step and before the scheduler is made: the scheduler scales every
-    group's rate by the same factor.  Returns how many tensors moved."""
+    group (``priorkit.optim.own_param_group``).  Returns how many tensors moved."""
     from ..attention import prior_parameters
+    from ..optim import own_param_group
 
-    gates = {id(p) for _, p in prior_parameters(model) if p.requires_grad}
+    gates = [p for _, p in prior_parameters(model) if p.requires_grad]
     if not gates:
         raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
                             "parameters: enable the prior with mode: gate or learned_bias")
-    moved = []
-    for group in optimizer.param_groups:
-        moved += [p for p in group["params"] if id(p) in gates]
-        group["params"] = [p for p in group["params"] if id(p) not in gates]
-    optimizer.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
-    return len(moved)
+    return own_param_group(optimizer, gates, lr)
