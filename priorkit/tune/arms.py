@@ -28,6 +28,7 @@ from ..pipeline.data import load_data
 from ..pipeline.tasks import is_better
 from . import space as sp
 from . import study as st
+from .failures import recorded_failures
 from .sampler import apply_sampler, check_sampler, grid_size, uses_grid
 
 Log = Callable[[str], None]
@@ -183,7 +184,7 @@ def objective_for(arm: Arm) -> Callable[[Any], float]:
         params = sp.suggest(trial, ctx.dims)
         trial.set_user_attr("setting", st.params_digest(params))
         scores, seconds = [], 0.0
-        try:
+        with recorded_failures(ctx, trial):
             for i, seed in enumerate(ctx.tune.seeds):
                 cfg = st.trial_config(ctx, params, seed)
 
@@ -201,19 +202,6 @@ def objective_for(arm: Arm) -> Callable[[Any], float]:
                     raise optuna.TrialPruned(f"validation {ctx.metric} {res['scores'][-1]:.4f} after "
                                              f"epoch {len(res['scores'])}")
                 scores.append(res["scores"][-1])
-        except KeyboardInterrupt:
-            trial.set_user_attr("interrupted", True)
-            raise
-        except optuna.TrialPruned:
-            raise
-        except Exception as exc:
-            import traceback
-
-            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
-            errors = ctx.root / "errors"
-            errors.mkdir(parents=True, exist_ok=True)
-            (errors / f"trial-{trial.number}.txt").write_text(traceback.format_exc())
-            raise
         trial.set_user_attr("scores", scores)
         trial.set_user_attr("seconds", seconds)
         return float(np.mean(scores))

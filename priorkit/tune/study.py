@@ -43,6 +43,7 @@ from ..pipeline.config import PipelineConfig, check_tune_section, config_from_di
 from ..pipeline.data import Split, load_data
 from ..pipeline.tasks import is_better
 from . import space as sp
+from .failures import recorded_failures
 from .sampler import apply_sampler, check_sampler
 
 Log = Callable[[str], None]
@@ -351,7 +352,7 @@ def objective_for(ctx: TuneContext, base: dict[int, list[float]]) -> Callable[[A
         params = sp.suggest(trial, ctx.dims)
         trial.set_user_attr("setting", params_digest(params))
         scores, deltas, seconds = [], [], 0.0
-        try:
+        with recorded_failures(ctx, trial):
             for i, seed in enumerate(ctx.tune.seeds):
                 cfg = trial_config(ctx, params, seed)
 
@@ -371,20 +372,6 @@ def objective_for(ctx: TuneContext, base: dict[int, list[float]]) -> Callable[[A
                                              f"epoch {len(res['scores'])}")
                 scores.append(res["scores"][-1])
                 deltas.append(res["scores"][-1] - base[seed][-1])
-        except KeyboardInterrupt:
-            trial.set_user_attr("interrupted", True)
-            raise
-        except optuna.TrialPruned:
-            raise
-        except Exception as exc:
-            # the reason, for trials.md; the whole traceback beside the study
-            import traceback
-
-            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
-            errors = ctx.root / "errors"
-            errors.mkdir(parents=True, exist_ok=True)
-            (errors / f"trial-{trial.number}.txt").write_text(traceback.format_exc())
-            raise
         trial.set_user_attr("scores", scores)
         trial.set_user_attr("deltas", deltas)
         trial.set_user_attr("delta", float(np.mean(deltas)))
