@@ -56,7 +56,10 @@ def priorkit(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
 
 
 def peek_trials(path: Path) -> list[tuple[int, str, float | None, int]]:
-    """(number, state, value, has a heartbeat) of every trial, through a read-only connection.
+    """(number, state, value, has a heartbeat and all its parameters) of every trial, through a
+    read-only connection.  The heartbeat can come before the last parameter is suggested; the
+    objective records ``setting`` once every parameter is, so a trial killed after both is
+    retried with exactly its parameters.
 
     ``optuna.load_study`` would create Optuna's tables itself when it meets a database that
     the tuning process is still creating, and then race it ("table ... already exists").
@@ -69,7 +72,9 @@ def peek_trials(path: Path) -> list[tuple[int, str, float | None, int]]:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             return con.execute(
-                "SELECT t.number, t.state, v.value, h.trial_id IS NOT NULL FROM trials t "
+                "SELECT t.number, t.state, v.value, h.trial_id IS NOT NULL AND EXISTS ("
+                "  SELECT 1 FROM trial_user_attributes a WHERE a.trial_id = t.trial_id AND a.key = 'setting') "
+                "FROM trials t "
                 "LEFT JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0 "
                 "LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id").fetchall()
         finally:
