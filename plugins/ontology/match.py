@@ -24,6 +24,19 @@ indexed at all (the root of HPO is named "All").
 
 Matching is greedy leftmost-longest: at each position the longest indexed
 token tuple wins, then matching resumes after it.
+
+Optional normalisation rules (off in a bare ``ConceptMatcher``; the provider's
+defaults are in :mod:`.rules`), applied alike to names and text:
+
+- ``greek``: Greek letters are spelled out (``TNF-α`` -> ``tnf alpha``, so it
+  meets ``TNF-alpha`` and ``TNFalpha``);
+- ``spelling``: British spellings folded to US ones (``haemorrhage``,
+  ``oedema``, ``tumour``, ``anaesthesia``, ``diarrhoea``);
+- ``adjectives``: a one-word name also answers to its adjective
+  (``hypertension`` -> ``hypertensive``, ``ischemia`` -> ``ischemic``,
+  ``epilepsy`` -> ``epileptic``, ``psychosis`` -> ``psychotic``,
+  ``diabetes`` -> ``diabetic``, ``parkinsonism`` -> ``parkinsonian``);
+- ``acronym_case=False``: acronyms match in any case, like other names.
 """
 from __future__ import annotations
 
@@ -40,6 +53,43 @@ DEFAULT_STOP_WORDS = frozenset(
     there these they this to was will with all any both each few more most other some none
     can may were has have had do does""".split()
 )
+
+
+#: Greek letters -> their names (lower and upper case)
+GREEK = {**{c: n for c, n in zip("αβγδεζηθικλμνξοπρστυφχψω",
+                                 "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
+                                 "omicron pi rho sigma tau upsilon phi chi psi omega".split())},
+         **{c: n for c, n in zip("ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩ",
+                                 "Alpha Beta Gamma Delta Epsilon Zeta Eta Theta Iota Kappa Lambda Mu Nu Xi "
+                                 "Omicron Pi Rho Sigma Tau Upsilon Phi Chi Psi Omega".split())},
+         "ς": "sigma", "µ": "mu"}
+_GREEK_TABLE = str.maketrans({c: f" {n} " for c, n in GREEK.items()})
+_GREEK_TABLE_JOINED = str.maketrans(GREEK)
+#: British -> US spelling, on lower-cased sub-tokens
+_SPELLING = [(re.compile(p), r) for p, r in (
+    (r"^oe(?=[a-z])", "e"), (r"(?<=[^aeiou])ae(?=[a-z])", "e"), (r"(?<=[^aeiou])oea", "ea"),
+    (r"(?<=rrh)oe", "e"), (r"^coel", "cel"), (r"(?<=tum|hum|vap|col)our", "or"))]
+#: noun suffix -> adjective suffix, for one-word names (``adjectives``)
+ADJECTIVE_SUFFIXES = (("etes", "etic"), ("psy", "ptic"), ("osis", "otic"), ("itis", "itic"),
+                      ("sion", "sive"), ("ism", "ian"), ("ia", "ic"))
+MATCHER_OPTIONS = ("greek", "spelling", "adjectives", "acronym_case")
+
+
+def us_spelling(token: str) -> str:
+    """``haemorrhage`` -> ``hemorrhage``, ``oedema`` -> ``edema``, ``tumour`` -> ``tumor``."""
+    if "ae" not in token and "oe" not in token and "our" not in token:
+        return token
+    for pattern, repl in _SPELLING:
+        token = pattern.sub(repl, token)
+    return token
+
+
+def adjective(token: str) -> str | None:
+    """The adjective of a disease noun (``hypertension`` -> ``hypertensive``), or None."""
+    for noun, adj in ADJECTIVE_SUFFIXES:
+        if token.endswith(noun) and len(token) > len(noun) + 3:
+            return token[: -len(noun)] + adj
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,29 +118,48 @@ def _is_acronym(text: str) -> bool:
 class ConceptMatcher:
     """A dict of normalised token tuples -> concept numbers, with longest match."""
 
-    def __init__(self, fold_plurals: bool = True, stop_words: Iterable[str] = DEFAULT_STOP_WORDS) -> None:
+    def __init__(self, fold_plurals: bool = True, stop_words: Iterable[str] = DEFAULT_STOP_WORDS,
+                 greek: bool = False, spelling: bool = False, adjectives: bool = False,
+                 acronym_case: bool = True) -> None:
         self.fold_plurals = fold_plurals
         self.stop_words = frozenset(stop_words)
+        self.greek, self.spelling, self.adjectives, self.acronym_case = greek, spelling, adjectives, acronym_case
         self._keys: dict[tuple[str, ...], set[int]] = {}  # case-insensitive
         self._exact: dict[tuple[str, ...], set[int]] = {}  # acronyms, case kept
         self._longest: dict[str, int] = {}  # first token -> longest key starting with it
         self._longest_exact: dict[str, int] = {}
 
     # ---- normalising ----------------------------------------------------
+    @property
+    def options(self) -> dict[str, bool]:
+        return {k: getattr(self, k) for k in MATCHER_OPTIONS}
+
     def token(self, word: str) -> str:
         t = _NON_WORD.sub("", word.lower())
-        return fold_plural(t) if self.fold_plurals and t else t
+        return self._fold(t) if t else t
+
+    def _greek(self, text: str, joined: bool = False) -> str:
+        if not self.greek or text.isascii():
+            return text
+        return text.translate(_GREEK_TABLE_JOINED if joined else _GREEK_TABLE)
 
     def _name_keys(self, text: str) -> set[tuple[str, ...]]:
-        joined = tuple(t for t in (self.token(c) for c in text.split()) if t)
-        split = tuple(self.token(t) for t in _SPLIT.findall(text))
-        return {k for k in (joined, split) if k}
+        joined = tuple(t for t in (self.token(c) for c in self._greek(text, True).split()) if t)
+        split = tuple(self._fold(t.lower()) for t in _SPLIT.findall(self._greek(text)))
+        keys = {k for k in (joined, split) if k}
+        if self.adjectives and len(split) == 1:
+            adj = adjective(_SPLIT.findall(self._greek(text))[0].lower())
+            if adj:
+                keys.add((self._fold(adj),))
+        return keys
 
     # ---- building -------------------------------------------------------
     def add(self, text: str, concept: int, acronym: bool | None = None) -> None:
         """Index name ``text`` of ``concept``; ``acronym=None`` decides by shape."""
         if acronym is None:
             acronym = _is_acronym(text)
+        if acronym and not self.acronym_case:
+            acronym = False
         if acronym and " " not in text.strip():
             key = (_NON_WORD.sub("", text),)
             if key[0]:
@@ -115,10 +184,10 @@ class ConceptMatcher:
                 [[list(k), list(v)] for k, v in self._exact.items()])
 
     @classmethod
-    def from_state(cls, fold_plurals: bool, stop_words: Iterable[str], keys: list, exact: list
-                   ) -> "ConceptMatcher":
-        """The frozen matcher :meth:`state` describes."""
-        m = cls(fold_plurals=fold_plurals, stop_words=stop_words)
+    def from_state(cls, fold_plurals: bool, stop_words: Iterable[str], keys: list, exact: list,
+                   options: dict | None = None) -> "ConceptMatcher":
+        """The frozen matcher :meth:`state` describes (``options``: :attr:`options`)."""
+        m = cls(fold_plurals=fold_plurals, stop_words=stop_words, **(options or {}))
         m._keys = {tuple(k): tuple(v) for k, v in keys}
         m._exact = {tuple(k): tuple(v) for k, v in exact}
         for k in m._keys:
@@ -133,11 +202,13 @@ class ConceptMatcher:
 
     # ---- looking up -----------------------------------------------------
     def _fold(self, token: str) -> str:
+        if self.spelling:
+            token = us_spelling(token)
         return fold_plural(token) if self.fold_plurals else token
 
     def lookup(self, phrase: str) -> tuple[int, ...]:
         """Concepts named by the whole ``phrase`` (words separated by spaces); () if none."""
-        parts = _SPLIT.findall(phrase)
+        parts = _SPLIT.findall(self._greek(phrase))
         found = self._keys.get(tuple(self._fold(t.lower()) for t in parts), ())
         if len(parts) == 1:
             exact = self._exact.get((parts[0],), ())
@@ -158,7 +229,7 @@ class ConceptMatcher:
         first: list[bool] = []
         last: list[bool] = []
         for i, w in enumerate(words):
-            parts = _SPLIT.findall(w)
+            parts = _SPLIT.findall(self._greek(w))
             for k, part in enumerate(parts):
                 raw.append(part)
                 toks.append(self._fold(part.lower()))

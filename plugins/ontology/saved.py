@@ -62,7 +62,7 @@ def save(index: OntologyIndex, folder: Path) -> None:
         "graph": {"n_concepts": g.n_concepts, "n_nodes": g.n_nodes, "virtual_root": g.virtual_root,
                   "ic": sorted(g.ic)},
         "matcher": {"fold_plurals": m.fold_plurals, "stop_words": sorted(m.stop_words),
-                    "keys": keys, "exact": exact},
+                    "options": m.options, "keys": keys, "exact": exact},
     })
 
 
@@ -79,5 +79,6 @@ def load(folder: Path) -> OntologyIndex:
                          a["anc_dist"], a["depth"], {k: a[f"ic_{k}"] for k in gj["ic"]},
                          a["parents_ptr"], a["parents_idx"])
     mj = j["matcher"]
-    matcher = ConceptMatcher.from_state(mj["fold_plurals"], mj["stop_words"], mj["keys"], mj["exact"])
+    matcher = ConceptMatcher.from_state(mj["fold_plurals"], mj["stop_words"], mj["keys"], mj["exact"],
+                                      mj.get("options"))
     return OntologyIndex(data, graph, matcher, j["notes"])

@@ -34,19 +34,22 @@ def group_entities(matches: Sequence[Match], n_words: int, group_to_label: Mappi
     return tags
 
 
-def dictionary_scores(provider: PriorProvider, examples: Sequence[Mapping[str, Any]],
-                      group_to_label: Mapping[str, str] = BC5CDR_TYPES) -> dict[str, float]:
+def dictionary_scores(provider: PriorProvider | None, examples: Sequence[Mapping[str, Any]],
+                      group_to_label: Mapping[str, str] = BC5CDR_TYPES,
+                      matches: Sequence[Sequence[Match]] | None = None) -> dict[str, float]:
     """Entity-level precision, recall, F1 (overall and ``f1_<type>``, ``precision_<type>``,
-    ``recall_<type>``) of ``provider``'s matches on ``examples`` (dicts with ``words`` and ``tags``)."""
+    ``recall_<type>``) of ``provider``'s matches on ``examples`` (dicts with ``words`` and ``tags``),
+    or of ``matches`` already made (one list per example, e.g. a document-level matcher's)."""
     from seqeval.metrics import classification_report
 
     from ..pipeline.tasks import ner_metrics
 
     y_true, y_pred = [], []
-    for e in examples:
+    for i, e in enumerate(examples):
         words = list(e["words"])
         y_true.append(list(e["tags"]))
-        y_pred.append(group_entities(provider.matches(words), len(words), group_to_label))
+        found = provider.matches(words) if matches is None else matches[i]
+        y_pred.append(group_entities(found, len(words), group_to_label))
     out = ner_metrics(y_true, y_pred)
     report = classification_report(y_true, y_pred, output_dict=True, zero_division=0)
     for name, row in report.items():
