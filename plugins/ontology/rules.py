@@ -16,6 +16,10 @@ Match rules work on the matcher's mentions of a sentence:
 - ``split_induced``: a mention ``X - induced Y`` (one dictionary name such as
   "heparin-induced thrombocytopenia") is replaced by the mentions of ``X`` and
   of ``Y``, as chemical-induced-disease corpora annotate them;
+- ``split_roles``: a mention ``X agonist`` / ``antagonist`` / ``inhibitor`` /
+  ``blocker`` (plurals too; MeSH names such classes, "Dopamine Agonists") whose ``X`` is a
+  mention itself becomes the mention of ``X`` alone: corpora annotate the
+  chemical, not its role;
 - ``abbreviations``: short forms defined in the text (:mod:`.abbrev`):
   ``"within"`` takes the concepts of the dictionary mention that ends at the
   parenthesis and overlaps the long form, ``"exact"`` only of one that spans
@@ -41,21 +45,23 @@ from .abbrev import definitions, occurrences
 Found = list[tuple[int, int, tuple[int, ...]]]
 
 INDEX_RULES = ("greek", "spelling", "adjectives", "acronym_case", "hpo_modifiers")
-MATCH_RULES = ("hyphen_join", "split_induced", "abbreviations", "abbreviation_unknown", "term_filter")
+MATCH_RULES = ("hyphen_join", "split_induced", "split_roles", "abbreviations", "abbreviation_unknown", "term_filter")
 
 DEFAULTS: dict[str, Any] = {
     "greek": True, "spelling": True, "adjectives": True, "acronym_case": True, "hpo_modifiers": False,
-    "hyphen_join": True, "split_induced": True, "abbreviations": "within", "abbreviation_unknown": "keep",
-    "term_filter": (),
+    "hyphen_join": True, "split_induced": True, "split_roles": True, "abbreviations": "within",
+    "abbreviation_unknown": "keep", "term_filter": (),
 }
 #: the matcher as it was before these rules
 OLD: dict[str, Any] = {
     "greek": False, "spelling": False, "adjectives": False, "acronym_case": True, "hpo_modifiers": True,
-    "hyphen_join": False, "split_induced": False, "abbreviations": False, "abbreviation_unknown": "keep",
-    "term_filter": (),
+    "hyphen_join": False, "split_induced": False, "split_roles": False, "abbreviations": False,
+    "abbreviation_unknown": "keep", "term_filter": (),
 }
 _CHOICES = {"abbreviations": (False, "within", "exact"), "abbreviation_unknown": ("keep", "drop")}
 INDUCERS = frozenset({"induced"})
+ROLES = frozenset({"agonist", "agonists", "antagonist", "antagonists", "inhibitor", "inhibitors",
+                   "blocker", "blockers"})
 PHENOTYPE_ROOT = "HP:0000118"
 
 
@@ -136,6 +142,8 @@ def find(find_words: Callable[[Sequence[str]], Found], words: Sequence[str], rul
                 found = _resolve(found + extra)
     if rules["split_induced"]:
         found = _split_induced(find_words, words, found)
+    if rules["split_roles"]:
+        found = _split_roles(find_words, words, found)
     if rules["abbreviations"]:
         found = _abbreviations(words, found, rules, {} if memory is None else memory, sentence, window)
     if rules["term_filter"]:
@@ -153,6 +161,18 @@ def _split_induced(find_words, words: Sequence[str], found: Found) -> Found:
             continue
         out += [(s + a, s + b, cc) for a, b, cc in find_words(words[s:cut - 1])]
         out += [(cut + 1 + a, cut + 1 + b, cc) for a, b, cc in find_words(words[cut + 1:e])]
+    return out
+
+
+def _split_roles(find_words, words: Sequence[str], found: Found) -> Found:
+    out: Found = []
+    for s, e, c in found:
+        if e - s >= 2 and words[e - 1].lower() in ROLES:
+            head = [(s + a, s + b, cc) for a, b, cc in find_words(words[s:e - 1])]
+            if head:
+                out += head
+                continue
+        out.append((s, e, c))
     return out
 
 
