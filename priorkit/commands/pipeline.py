@@ -115,10 +115,11 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     from ..pipeline import sweep as sw
 
     if dry_run:
-        plans = sw.grid(cfg)
+        plans = sw.all_plans(cfg)  # the post-hoc arms (sweep.posthoc) train nothing
         for plan in plans:
             state = "scored" if (plan.run_dir / "metrics.json").exists() else "todo"
-            click.echo(f"{state:7s} {plan.label:40s} {plan.run_dir}")
+            kind = " (post-hoc)" if plan.prior_name in cfg.sweep.posthoc else ""
+            click.echo(f"{state:7s} {plan.label + kind:40s} {plan.run_dir}")
         click.echo(f"{len(plans)} runs")
         return
     _quiet_transformers()
