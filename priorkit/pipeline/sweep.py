@@ -14,7 +14,9 @@ detect, and how many seeds the setting beat the baseline on), ``results.png``
 fractions, the learning curve ``curve.png`` / ``curve.md`` / ``curve.csv``
 (:mod:`priorkit.pipeline.curve`); with ``sweep.controls``, ``controls.md`` /
 ``controls.csv`` / ``controls.png``: each prior against the baseline and against its
-control, and whether it pays off (:mod:`priorkit.pipeline.verdict`).
+control, and whether it pays off (:mod:`priorkit.pipeline.verdict`); with ``sweep.posthoc``, the
+post-hoc arms' rows (:mod:`priorkit.pipeline.posthoc`); when ``sweep.split`` is not test, the
+selection file ``selection.csv`` (:mod:`priorkit.pipeline.selection`).
 """
 from __future__ import annotations
 
@@ -33,11 +35,13 @@ from .curve import Comparison
 from .data import load_data
 from .posthoc import posthoc_plans, run_posthoc
 from .predictions import sentence_ci
+from .selection import write_sweep_selection
 from .steps import Log, _silent, precompute_step, run_one
 from .train import RunPlan, configure_torch
 from .verdict import Verdict, sweep_controls
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"
+SELECTION_FILE = "selection.csv"  # when sweep.split is not test (pipeline/selection.py)
 
 
 @dataclasses.dataclass
@@ -244,6 +248,8 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         if png is not None:
             files["png"] = png
         files.update(curve_files(cfg, cells, out))
+    if cfg.sweep.split != "test":  # a selection: its file (docs/results/*-selection.csv form)
+        files["selection"] = write_sweep_selection(cfg, rows, out / SELECTION_FILE)
     verdicts, control_files = sweep_controls(cfg, rows)
     files.update(control_files)
     return SweepResult(cfg, rows, cells, files, verdicts)
