@@ -54,8 +54,15 @@ def test_entity_counts_sum_to_seqeval_f1():
     tags = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
     gold = [list(rng.choice(tags, size=rng.integers(1, 12))) for _ in range(60)]
     pred = [[t if rng.random() < 0.7 else str(rng.choice(tags)) for t in g] for g in gold]
-    c = entity_counts(pred, gold).sum(axis=0)
+    counts = entity_counts(pred, gold)
+    c = counts.sum(axis=0)
     assert float(f1_from_counts(*c)) == pytest.approx(ner_metrics(gold, pred)["f1"])
+    # each sentence's own counts, entity by entity (the one-pass count attributes them right)
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    for row, p, g in zip(counts, pred, gold):
+        pe, ge = set(get_entities([str(t) for t in p])), set(get_entities([str(t) for t in g]))
+        assert list(row) == [len(pe & ge), len(pe), len(ge)]
 
 
 def _counts(rng, n=400, hit=0.7):

@@ -60,18 +60,28 @@ def read_predictions(run_dir: Path, split: str) -> tuple[list[list[str]], list[l
     return tags, gold
 
 
-def _entities(tags: Sequence[str]) -> set[tuple[str, int, int]]:
+def entity_counts(tags: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> np.ndarray:
+    """(N, 3) integers per sentence: correct entities, predicted entities, gold entities.
+
+    One seqeval pass over all sentences (each followed by an ``O``, as seqeval joins a list
+    of sentences itself), the entities then counted by the sentence they start in.
+    """
     from seqeval.metrics.sequence_labeling import get_entities
 
-    return {(t, s, e) for t, s, e in get_entities(list(tags))}
-
-
-def entity_counts(tags: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> np.ndarray:
-    """(N, 3) integers per sentence: correct entities, predicted entities, gold entities."""
+    if len(tags) != len(gold) or any(len(t) != len(g) for t, g in zip(tags, gold)):
+        raise PriorkitError("predicted and gold tags differ in sentences or words")
+    starts, flat_pred, flat_gold = [], [], []
+    for t, g in zip(tags, gold):
+        starts.append(len(flat_pred))
+        flat_pred += [str(x) for x in t] + ["O"]
+        flat_gold += [str(x) for x in g] + ["O"]
+    p, q = set(get_entities(flat_pred)), set(get_entities(flat_gold))
+    starts_arr = np.asarray(starts)
     out = np.zeros((len(tags), 3), dtype=np.int64)
-    for i, (t, g) in enumerate(zip(tags, gold)):
-        p, q = _entities(t), _entities(g)
-        out[i] = (len(p & q), len(p), len(q))
+    for col, ents in enumerate((p & q, p, q)):
+        if ents:
+            first = np.fromiter((e[1] for e in ents), dtype=np.int64, count=len(ents))
+            out[:, col] = np.bincount(np.searchsorted(starts_arr, first, side="right") - 1, minlength=len(tags))
     return out
 
 
