@@ -239,7 +239,8 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     column = f"{cfg.sweep.split}_{metric}"
     priors = [*prior_settings(cfg), *cfg.sweep.posthoc]
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
-    add_sentence_cis(cfg, cells)
+    counts: dict = {}  # run folder -> per-sentence entity counts, read once for both tables
+    add_sentence_cis(cfg, cells, counts)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
     write_csv(rows, files["csv"])
     files["md"].write_text(markdown_table(cfg, cells))
@@ -250,7 +251,7 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         files.update(curve_files(cfg, cells, out))
     if cfg.sweep.split != "test":  # a selection: its file (docs/results/*-selection.csv form)
         files["selection"] = write_sweep_selection(cfg, rows, out / SELECTION_FILE)
-    verdicts, control_files = sweep_controls(cfg, rows)
+    verdicts, control_files = sweep_controls(cfg, rows, counts)
     files.update(control_files)
     return SweepResult(cfg, rows, cells, files, verdicts)
 

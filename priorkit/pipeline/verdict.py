@@ -207,7 +207,8 @@ def write_controls(comps: Sequence[Comparison], verdicts: Sequence[Verdict], fol
     return files
 
 
-def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Verdict], dict[str, Path]]:
+def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache: dict | None = None
+                   ) -> tuple[list[Verdict], dict[str, Path]]:
     """A sweep's ``sweep.controls`` report from its result rows (``results.csv``), in ``cfg.out_dir``.
 
     With ``sweep.posthoc`` every setting of ``sweep.controls`` (without controls: every
@@ -235,7 +236,7 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]]) -> tu
     from .plan import RunPlan
     from .predictions import sentence_ci
 
-    cache: dict = {}
+    cache = {} if cache is None else cache  # run folder -> its per-sentence counts (shared with results.md)
     cis = [sentence_ci([(RunPlan(cfg, c.setting, None, c.fraction, s).run_dir,
                          RunPlan(cfg, c.reference, None, c.fraction, s).run_dir) for s in c.seeds],
                        sw.split, cfg.task.metric, cache) for c in comps]
