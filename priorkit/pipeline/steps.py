@@ -210,9 +210,19 @@ def evaluate_step(plan: RunPlan, splits: dict[str, Split], *, force: bool = Fals
         return skipped
     t0 = time.perf_counter()
     trained = load_trained(plan.run_dir / MODEL_DIR)
-    scores = evaluate_run(plan, splits, trained=trained)  # the Trainer gathers every process's predictions
+    tags: dict[str, list[list[str]]] = {}  # token classification: each split's predicted tags
+    scores = evaluate_run(plan, splits, trained=trained, tags=tags)  # the Trainer gathers every process's predictions
     usage = ranks.on_main(_prior_usage, plan, splits, trained)
+    ranks.on_main(_write_predictions, plan, splits, tags)
     return ranks.on_main(_write_metrics, plan, splits, scores, t0, usage)
+
+
+def _write_predictions(plan: RunPlan, splits: dict[str, Split], tags: dict[str, list[list[str]]]) -> None:
+    """``predictions-<split>.jsonl``: predicted and gold tags per sentence (predictions.py)."""
+    from .predictions import write_predictions
+
+    for split, predicted in tags.items():
+        write_predictions(plan.run_dir, split, predicted, [e["tags"] for e in splits[split].examples])
 
 
 def _prior_usage(plan: RunPlan, splits: dict[str, Split], trained: Any) -> dict | None:

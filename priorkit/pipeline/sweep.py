@@ -14,7 +14,9 @@ detect, and how many seeds the setting beat the baseline on), ``results.png``
 fractions, the learning curve ``curve.png`` / ``curve.md`` / ``curve.csv``
 (:mod:`priorkit.pipeline.curve`); with ``sweep.controls``, ``controls.md`` /
 ``controls.csv`` / ``controls.png``: each prior against the baseline and against its
-control, and whether it pays off (:mod:`priorkit.pipeline.verdict`).
+control, and whether it pays off (:mod:`priorkit.pipeline.verdict`); with ``sweep.posthoc``, the
+post-hoc arms' rows (:mod:`priorkit.pipeline.posthoc`); when ``sweep.split`` is not test, the
+selection file ``selection.csv`` (:mod:`priorkit.pipeline.selection`).
 """
 from __future__ import annotations
 
@@ -31,11 +33,15 @@ from . import curve, ranks
 from .config import PipelineConfig, for_fraction, prior_settings
 from .curve import Comparison
 from .data import load_data
+from .posthoc import posthoc_plans, run_posthoc
+from .predictions import sentence_ci
+from .selection import write_sweep_selection
 from .steps import Log, _silent, precompute_step, run_one
 from .train import RunPlan, configure_torch
 from .verdict import Verdict, sweep_controls
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"
+SELECTION_FILE = "selection.csv"  # when sweep.split is not test (pipeline/selection.py)
 
 
 @dataclasses.dataclass
@@ -53,6 +59,8 @@ class Cell:
     #: per seed, the mean learned gate / strength, and its name ("gate", "strength")
     learned: list[float] = dataclasses.field(default_factory=list)
     learned_name: str | None = None
+    #: the 95% CI of Δ over test sentences and seeds (entity F1, saved predictions; predictions.py)
+    ci_sentences: tuple[float, float] | None = None
 
     @property
     def n(self) -> int:
@@ -150,15 +158,29 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
     for i, plan in enumerate(plans, start=1):
         log(f"run {i}/{len(plans)}: {plan.label}")
         run_one(plan, splits, force=force, log=log)
+    if cfg.sweep.posthoc:  # no training: the base runs' predictions merged with a dictionary
+        ranks.on_main(run_posthoc, cfg, splits, _pairs(plans), force=force, log=log)
     rows = collect_rows(cfg, plans)
     return ranks.on_main(write_reports, cfg, rows)
 
 
+def _pairs(plans: Sequence[RunPlan]) -> list[tuple[float, int]]:
+    return list(dict.fromkeys((p.fraction, p.seed) for p in plans))
+
+
+def all_plans(cfg: PipelineConfig) -> list[RunPlan]:
+    """The trained runs of the grid, then the post-hoc arms' runs (``sweep.posthoc``)."""
+    plans = grid(cfg)
+    return plans + posthoc_plans(cfg, _pairs(plans))
+
+
 def collect_rows(cfg: PipelineConfig, plans: Sequence[RunPlan]) -> list[dict[str, Any]]:
-    """One flat row per scored run (missing runs are left out)."""
+    """One flat row per scored run, the post-hoc arms' included (missing runs are left out)."""
     import json
 
     rows = []
+    known = {p.run_dir for p in plans}
+    plans = [*plans, *(p for p in posthoc_plans(cfg, _pairs(plans)) if p.run_dir not in known)]
     for plan in plans:
         path = plan.run_dir / "metrics.json"
         if not path.exists():
@@ -215,8 +237,10 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     out.mkdir(parents=True, exist_ok=True)
     metric = cfg.task.metric
     column = f"{cfg.sweep.split}_{metric}"
-    priors = list(prior_settings(cfg))
+    priors = [*prior_settings(cfg), *cfg.sweep.posthoc]
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
+    counts: dict = {}  # run folder -> per-sentence entity counts, read once for both tables
+    add_sentence_cis(cfg, cells, counts)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
     write_csv(rows, files["csv"])
     files["md"].write_text(markdown_table(cfg, cells))
@@ -225,9 +249,22 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         if png is not None:
             files["png"] = png
         files.update(curve_files(cfg, cells, out))
-    verdicts, control_files = sweep_controls(cfg, rows)
+    if cfg.sweep.split != "test":  # a selection: its file (docs/results/*-selection.csv form)
+        files["selection"] = write_sweep_selection(cfg, rows, out / SELECTION_FILE)
+    verdicts, control_files = sweep_controls(cfg, rows, counts)
     files.update(control_files)
     return SweepResult(cfg, rows, cells, files, verdicts)
+
+
+def add_sentence_cis(cfg: PipelineConfig, cells: Sequence[Cell], cache: dict | None = None) -> None:
+    """Each paired cell's CI over test sentences and seeds, from the runs' saved predictions."""
+    cache = {} if cache is None else cache
+    for c in cells:
+        if c.baseline is None or c.seeds is None:
+            continue
+        runs = [(RunPlan(cfg, c.prior, None, c.fraction, s).run_dir,
+                 RunPlan(cfg, c.baseline_name, None, c.fraction, s).run_dir) for s in c.seeds]
+        c.ci_sentences = sentence_ci(runs, cfg.sweep.split, cfg.task.metric, cache)
 
 
 def curve_files(cfg: PipelineConfig, cells: Sequence[Cell], folder: Path) -> dict[str, Path]:
@@ -266,6 +303,8 @@ def table_rows(cfg: PipelineConfig, cells: Sequence[Cell]) -> list[list[str]]:
             "" if c.delta is None else f"{_fmt(c.delta, True, scale)} ± {_fmt(c.delta_std, scale=scale)}",
             "" if c.delta_ci95 is None else
             f"[{_fmt(c.delta_ci95[0], True, scale)}, {_fmt(c.delta_ci95[1], True, scale)}]",
+            "" if c.ci_sentences is None else
+            f"[{_fmt(c.ci_sentences[0], True, scale)}, {_fmt(c.ci_sentences[1], True, scale)}]",
             "" if c.paired is None or c.paired.n < 2 else _fmt(c.paired.mde, scale=scale),
             "" if c.wins is None else f"{c.wins}/{c.n}",
             " ".join(_fmt(v, scale=scale) for v in c.values),
@@ -284,8 +323,8 @@ def _usage(c: Cell) -> str:
     return text
 
 
-TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ", "MDE (80%)",
-                "wins", "per seed", "prior use"]
+TABLE_HEADER = ["fraction", "prior", "seeds", "mean ± std", "Δ vs baseline ± std", "95% CI of Δ",
+                "95% CI (sent.+seeds)", "MDE (80%)", "wins", "per seed", "prior use"]
 
 
 def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
@@ -295,7 +334,9 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
         "",
         f"Baseline: `{cfg.sweep.baseline}`. Std is the sample standard deviation over seeds; Δ is the "
         "difference of means, its ± the spread of the per-seed (paired) differences and its 95% CI "
-        "Student's t over the paired differences; MDE is the smallest Δ these seeds detect with 80% power "
+        "Student's t over the paired differences (seeds only, on one fixed sample of the split); "
+        "95% CI (sent.+seeds) a paired bootstrap over the split's sentences and the seeds (entity F1, "
+        "from the runs' saved predictions; docs/tune.md#power); MDE is the smallest Δ these seeds detect with 80% power "
         "at α 0.05; wins counts seeds where the setting beat the baseline. "
         "Prior use: the mean shift of attention mass towards the cells the prior favours (with minus without "
         "the prior, docs/show.md) and the mean learned gate or strength; near 0, the model ignored the prior.",
@@ -308,17 +349,26 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
 
 
 def print_table(cfg: PipelineConfig, cells: Sequence[Cell], console: Any = None) -> None:
+    """The table on a terminal (rich); elsewhere (a log, CI, a pipe) as plain Markdown rows,
+    which no terminal width cuts."""
     from rich.console import Console
     from rich.table import Table
 
+    console = console or Console()
     unit = "" if cfg.task.metric == "mse" else " x100"
-    table = Table(title=f"{cfg.name}: {cfg.task.metric}{unit} ({cfg.sweep.split} split, baseline "
-                        f"{cfg.sweep.baseline})")
+    title = f"{cfg.name}: {cfg.task.metric}{unit} ({cfg.sweep.split} split, baseline {cfg.sweep.baseline})"
+    if not console.is_terminal:
+        lines = [title, "| " + " | ".join(TABLE_HEADER) + " |", "|" + "|".join("---" for _ in TABLE_HEADER) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in table_rows(cfg, cells)]
+        console.file.write("\n".join(lines) + "\n")
+        console.file.flush()
+        return
+    table = Table(title=title)
     for col in TABLE_HEADER:
         table.add_column(col, justify="left" if col in ("prior", "per seed") else "right")
     for r in table_rows(cfg, cells):
         table.add_row(*r)
-    (console or Console()).print(table)
+    console.print(table)
 
 
 def plot(cfg: PipelineConfig, cells: Sequence[Cell], path: Path) -> Path | None:

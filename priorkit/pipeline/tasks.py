@@ -151,19 +151,24 @@ class TokenClassificationTask(Task):
             ) from None
         return {"words": list(example["words"]), "labels": ids}
 
-    def score(self, predictions, label_ids, examples) -> dict[str, float]:
+    def predicted_tags(self, predictions, label_ids, examples) -> tuple[list[list[str]], int]:
+        """Each sentence's predicted tags, one per word (words cut off by truncation: ``O``),
+        and the number of such words."""
         pred_ids = np.asarray(predictions).argmax(-1)  # (N, L)
         label_ids = np.asarray(label_ids)
-        y_true, y_pred = [], []
+        y_pred = []
         truncated = 0
         for i, e in enumerate(examples):
             kept = pred_ids[i][label_ids[i] != -100]  # one per surviving word, in order
             tags = [self.labels[j] for j in kept[: len(e["tags"])]]
             truncated += len(e["tags"]) - len(tags)
             tags += ["O"] * (len(e["tags"]) - len(tags))
-            y_true.append(list(e["tags"]))
             y_pred.append(tags)
-        out = ner_metrics(y_true, y_pred)
+        return y_pred, truncated
+
+    def score(self, predictions, label_ids, examples) -> dict[str, float]:
+        y_pred, truncated = self.predicted_tags(predictions, label_ids, examples)
+        out = ner_metrics([list(e["tags"]) for e in examples], y_pred)
         out["truncated_words"] = float(truncated)
         return out
 

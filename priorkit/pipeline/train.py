@@ -271,7 +271,7 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     # sweep.controls name those settings and go with them)
     own = {**meta["config"], "prior": meta["prior"],
            "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items()
-                     if k not in ("priors", "baseline", "controls")}}
+                     if k not in ("priors", "baseline", "controls", "posthoc")}}
     prior = config_from_dict(own, source=str(meta_file)).prior if meta["prior"] is not None else None
     if prior is not None and meta.get("cache") and prior.cache is not None:
         prior.cache = meta["cache"]  # absolute: the run may be loaded from another directory
@@ -307,9 +307,13 @@ def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tu
     return np.asarray(pred.predictions)[back], label_ids
 
 
-def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedModel | None = None
-                 ) -> dict[str, dict[str, float]]:
-    """Score the run's saved model on every split in ``evaluate``."""
+def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedModel | None = None,
+                 tags: dict[str, list[list[str]]] | None = None) -> dict[str, dict[str, float]]:
+    """Score the run's saved model on every split in ``evaluate``.
+
+    ``tags``: a dict that receives each split's predicted tags per sentence (token
+    classification only; the evaluate step saves them as ``predictions-<split>.jsonl``).
+    """
     device = configure_torch(plan.cfg)
     trained = trained or load_trained(plan.run_dir / MODEL_DIR)
     collator = trained.collator()
@@ -321,6 +325,8 @@ def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedMod
         t0 = time.perf_counter()
         pred, label_ids = predict_by_length(trainer, rows, plan.cfg.model.max_length)
         metrics = trained.task.score(pred, label_ids, split.examples)
+        if tags is not None and hasattr(trained.task, "predicted_tags"):
+            tags[name] = trained.task.predicted_tags(pred, label_ids, split.examples)[0]
         metrics["examples"] = float(len(rows))
         metrics["seconds"] = round(time.perf_counter() - t0, 2)
         out[name] = metrics

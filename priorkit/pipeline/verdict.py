@@ -37,6 +37,9 @@ class Verdict:
     setting: str
     pays_off: bool
     reason: str
+    #: "pays off" (vs the baseline and the controls) or "posthoc" (vs the post-hoc arms: does
+    #: the knowledge need a learned channel, or does merging the dictionary afterwards do as well?)
+    question: str = "pays off"
 
     @property
     def label(self) -> str:
@@ -45,6 +48,9 @@ class Verdict:
 
     @property
     def line(self) -> str:
+        if self.question == "posthoc":
+            did = "beats" if self.pays_off else "does not beat"
+            return f"fraction {self.fraction:g}, {self.setting}: {did} the dictionary merged afterwards ({self.reason})"
         return f"fraction {self.fraction:g}, {self.setting}: {'pays off' if self.pays_off else 'does not pay off'}" \
                f" ({self.reason})"
 
@@ -110,6 +116,33 @@ def control_verdicts(comps: Sequence[Comparison], controls: Mapping[str, str], b
             for f in fractions for setting, control in controls.items()]
 
 
+def posthoc_comparisons(scores: Scores, judged: Sequence[str], posthoc: Sequence[str],
+                        fractions: Sequence[float]) -> list[Comparison]:
+    """Per fraction: every judged setting against every post-hoc arm (``sweep.posthoc``)."""
+    return [c for f in fractions for setting in judged for arm in posthoc
+            if (c := cv.compare(scores, setting, arm, f)) is not None]
+
+
+def posthoc_verdicts(comps: Sequence[Comparison], judged: Sequence[str], posthoc: Sequence[str],
+                     fractions: Sequence[float], higher_is_better: bool, scale: float = 100.0) -> list[Verdict]:
+    """Whether each judged setting beats every post-hoc arm (each 95% CI on the better side of 0)."""
+    by = {(c.fraction, c.setting, c.reference): c for c in comps}
+    out = []
+    for f in fractions:
+        for setting in judged:
+            got = {arm: by.get((f, setting, arm)) for arm in posthoc}
+            missing = [a for a, c in got.items() if c is None]
+            failed = [why for c in got.values() if c is not None
+                      and (why := shortfall(c, higher_is_better, scale)) is not None]
+            if missing:
+                out.append(Verdict(f, setting, False, f"no paired runs with {', '.join(missing)} yet", "posthoc"))
+            elif failed:
+                out.append(Verdict(f, setting, False, "; ".join(failed), "posthoc"))
+            else:
+                out.append(Verdict(f, setting, True, f"vs {', '.join(posthoc)}", "posthoc"))
+    return out
+
+
 def seeds_ahead(c: Comparison, higher_is_better: bool) -> int:
     """Seeds on which the setting scored better than its reference."""
     return sum(1 for d in c.deltas if (d > 0 if higher_is_better else d < 0))
@@ -117,35 +150,72 @@ def seeds_ahead(c: Comparison, higher_is_better: bool) -> int:
 
 def write_controls(comps: Sequence[Comparison], verdicts: Sequence[Verdict], folder: Path, *, title: str,
                    baseline: str, ylabel: str, higher_is_better: bool, scale: float = 100.0,
-                   plot: bool = True) -> dict[str, Path]:
+                   plot: bool = True, posthoc: Sequence[str] = (),
+                   sentence_cis: Sequence[tuple[float, float] | None] | None = None) -> dict[str, Path]:
     """``controls.md`` / ``controls.csv`` (the power table, seeds ahead, pays off) and
-    ``controls.png`` (each seed's paired Δ vs the baseline and vs the control)."""
+    ``controls.png`` (each seed's paired Δ vs the baseline and vs the control).
+
+    Rows against a ``posthoc`` arm get a ``beats the merge`` cell (from the verdicts whose
+    ``question`` is "posthoc") instead of ``pays off``; ``sentence_cis`` (one per
+    comparison) adds a ``95% CI (sent.+seeds)`` column."""
     folder.mkdir(parents=True, exist_ok=True)
-    label = {(v.fraction, v.setting): v.label for v in verdicts}
+    label = {(v.fraction, v.setting): v.label for v in verdicts if v.question != "posthoc"}
+    merge = {(v.fraction, v.setting): v.label for v in verdicts if v.question == "posthoc"}
     ahead = [f"{seeds_ahead(c, higher_is_better)}/{len(c.deltas)}" for c in comps]
-    pays = [label.get((c.fraction, c.setting), "") for c in comps]
+    vs_merge = [c.reference in posthoc for c in comps]
+    pays = ["" if m else label.get((c.fraction, c.setting), "") for c, m in zip(comps, vs_merge)]
+    extra: dict[str, list[str]] = {}
+    if sentence_cis is not None:
+        extra["95% CI (sent.+seeds)"] = ["" if ci is None else f"[{ci[0] * scale:+.2f}, {ci[1] * scale:+.2f}]"
+                                         for ci in sentence_cis]
+    extra.update({"seeds ahead": ahead, "pays off": pays})
+    if posthoc:  # this row's own comparison; the verdict below needs every post-hoc arm beaten
+        extra["beats the merge"] = ["" if not m else "yes" if (why := shortfall(c, higher_is_better, scale)) is None
+                                    else f"no: {why}" for c, m in zip(comps, vs_merge)]
     unit = "" if math.isclose(scale, 1.0) else " (x100)"
     note = (f"Each setting against `{baseline}` (no prior) and against its control (`sweep.controls`), "
             f"paired by seed; Δ = setting − vs{unit}. MDE: the smallest Δ these seeds detect with 80% power "
             f"at α 0.05. A setting pays off only when both 95% CIs lie {_side(higher_is_better)} 0 "
             "(the metric's better side).")
-    text = cv.markdown(comps, title, note, scale, extra={"seeds ahead": ahead, "pays off": pays})
-    text += "\n## Verdict\n\n| fraction | setting | pays off |\n|---|---|---|\n"
-    text += "".join(f"| {v.fraction:g} | {v.setting} | {v.label} |\n" for v in verdicts)
+    if posthoc:
+        note += (f" Rows against {', '.join(f'`{a}`' for a in posthoc)} (`sweep.posthoc`: the dictionary merged "
+                 "into a trained setting's predictions afterwards, no training) ask whether the knowledge needs a "
+                 "learned channel: `beats the merge` is yes when the 95% CI against every post-hoc arm lies "
+                 f"{_side(higher_is_better)} 0.")
+    if sentence_cis is not None:
+        note += (" 95% CI (sent.+seeds): a paired bootstrap over the test sentences and the seeds "
+                 "(docs/tune.md#power); the 95% CI of Δ counts the seeds only.")
+    text = cv.markdown(comps, title, note, scale, extra=extra)
+    if label or not merge:
+        text += "\n## Verdict\n\n| fraction | setting | pays off |\n|---|---|---|\n"
+        text += "".join(f"| {v.fraction:g} | {v.setting} | {v.label} |\n" for v in verdicts if v.question != "posthoc")
+    if merge:
+        text += ("\n## Against the dictionary merged afterwards\n\n| fraction | setting | beats the merge |\n"
+                 "|---|---|---|\n")
+        text += "".join(f"| {v.fraction:g} | {v.setting} | {v.label} |\n" for v in verdicts if v.question == "posthoc")
     (folder / CONTROLS_MD).write_text(text)
+    csv_extra: dict[str, list[Any]] = {"seeds_ahead": [a.split("/")[0] for a in ahead], "pays_off": pays}
+    if sentence_cis is not None:
+        csv_extra["ci_low_sentences"] = ["" if ci is None else ci[0] for ci in sentence_cis]
+        csv_extra["ci_high_sentences"] = ["" if ci is None else ci[1] for ci in sentence_cis]
+    if posthoc:
+        csv_extra["beats_merge"] = extra["beats the merge"]
     files = {"controls_md": folder / CONTROLS_MD,
-             "controls_csv": cv.write_csv(comps, folder / CONTROLS_CSV,
-                                          extra={"seeds_ahead": [a.split("/")[0] for a in ahead],
-                                                 "pays_off": pays})}
+             "controls_csv": cv.write_csv(comps, folder / CONTROLS_CSV, extra=csv_extra)}
     if plot and comps:
         files["controls_png"] = cv.plot_paired(comps, folder / CONTROLS_PNG, title, ylabel, scale)
     return files
 
 
-def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Verdict], dict[str, Path]]:
-    """A sweep's ``sweep.controls`` report from its result rows (``results.csv``), in ``cfg.out_dir``."""
+def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache: dict | None = None
+                   ) -> tuple[list[Verdict], dict[str, Path]]:
+    """A sweep's ``sweep.controls`` report from its result rows (``results.csv``), in ``cfg.out_dir``.
+
+    With ``sweep.posthoc`` every setting of ``sweep.controls`` (without controls: every
+    trained setting but the baseline) is also compared with each post-hoc arm.
+    """
     sw = cfg.sweep
-    if not sw.controls:
+    if not sw.controls and not sw.posthoc:
         return [], {}
     column = f"{sw.split}_{cfg.task.metric}"
     scores: dict[tuple[str, float], dict[int, float]] = {}
@@ -156,8 +226,23 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]]) -> tu
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     comps = control_comparisons(scores, sw.controls, sw.baseline, sw.fractions)
     verdicts = control_verdicts(comps, sw.controls, sw.baseline, sw.fractions, higher, scale)
+    posthoc = list(sw.posthoc)
+    if posthoc:
+        trained = {r["prior"] for r in rows} - set(posthoc) - {sw.baseline}
+        judged = list(sw.controls) or sorted(trained)
+        merge_comps = posthoc_comparisons(scores, judged, posthoc, sw.fractions)
+        comps = sorted(comps + merge_comps, key=lambda c: sw.fractions.index(c.fraction))  # stable: by fraction
+        verdicts += posthoc_verdicts(merge_comps, judged, posthoc, sw.fractions, higher, scale)
+    from .plan import RunPlan
+    from .predictions import sentence_ci
+
+    cache = {} if cache is None else cache  # run folder -> its per-sentence counts (shared with results.md)
+    cis = [sentence_ci([(RunPlan(cfg, c.setting, None, c.fraction, s).run_dir,
+                         RunPlan(cfg, c.reference, None, c.fraction, s).run_dir) for s in c.seeds],
+                       sw.split, cfg.task.metric, cache) for c in comps]
     unit = "" if scale == 1.0 else " x100"
     files = write_controls(comps, verdicts, cfg.out_dir, title=f"{cfg.name}: priors vs {sw.baseline} and their "
                            f"controls ({cfg.task.metric} on {sw.split})", baseline=sw.baseline,
-                           ylabel=f"Δ {cfg.task.metric}{unit}", higher_is_better=higher, scale=scale, plot=sw.plot)
+                           ylabel=f"Δ {cfg.task.metric}{unit}", higher_is_better=higher, scale=scale, plot=sw.plot,
+                           posthoc=posthoc, sentence_cis=cis if any(ci is not None for ci in cis) else None)
     return verdicts, files

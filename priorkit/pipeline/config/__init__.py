@@ -22,7 +22,7 @@ from .checks import (BUILTIN_SOURCES, DEFAULT_METRICS, TASK_METRICS, _check, _ch
 from .loader import (ConfigError, _convert, _describe, _fail, _where, apply_overrides,  # noqa: F401
                      digest, parse_override, parse_yaml, set_path)
 from .schema import (AttentionConfig, DataConfig, DataSource, FinalConfig, ModelConfig,  # noqa: F401
-                     ParamSpace, PipelineConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
+                     ParamSpace, PipelineConfig, PosthocConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
                      TaskConfig, TrainConfig, TuneConfig, ValidationConfig)
 from .tune_checks import check_tune_section  # noqa: F401
 

@@ -112,6 +112,33 @@ def _check(cfg: PipelineConfig) -> None:
     if sw.baseline not in settings:
         raise fail("sweep.baseline", f"{sw.baseline!r} is not one of sweep.priors ({', '.join(settings)})")
     _check_controls(cfg, list(settings))
+    _check_posthoc(cfg, list(settings))
+
+
+def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
+    """``sweep.posthoc``: token classification, a name of its own, a trained base setting, a
+    provider that is registered."""
+    for name, arm in cfg.sweep.posthoc.items():
+        path = ("sweep", "posthoc", name)
+
+        def fail(sub: tuple, msg: str) -> ConfigError:
+            return _fail(path + sub, cfg.locations, cfg.source, msg)
+
+        if cfg.task.type != "token-classification":
+            raise fail((), f"post-hoc arms merge predicted entity tags with dictionary matches: they need "
+                            f"task.type token-classification, not {cfg.task.type}")
+        if name in settings:
+            raise fail((), f"{name!r} is also a setting of sweep.priors; give the post-hoc arm a name of its own")
+        if arm.of not in settings:
+            raise fail(("of",), f"{arm.of!r} is not a setting of sweep.priors ({', '.join(settings)}); `of` names "
+                                "the trained setting whose predictions are merged")
+        if arm.types is not None and not arm.types:
+            raise fail(("types",), "is empty; map at least one match group to an entity type (or null for BC5CDR's)")
+        from ...plugins import list_providers
+
+        known = [e.name for e in list_providers()]
+        if arm.provider not in known:
+            raise fail(("provider",), f"unknown provider {arm.provider!r}; registered: {', '.join(known)}")
 
 
 def _check_controls(cfg: PipelineConfig, settings: list[str]) -> None:

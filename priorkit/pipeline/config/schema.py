@@ -187,6 +187,24 @@ class PrecomputeConfig:
 
 
 @dataclasses.dataclass
+class PosthocConfig:
+    """A sweep arm that trains nothing: a trained setting's saved predictions merged with a
+    dictionary's matches afterwards (token classification; docs/pipelines.md#post-hoc-arms)."""
+
+    #: the setting of ``sweep.priors`` whose runs (same fraction and seed) are merged.
+    of: str = "none"
+    #: union: a match becomes an entity where the model found none on its words;
+    #: override: matches replace the model's entities they overlap.
+    merge: Literal["union", "override"] = "union"
+    #: the provider whose concept matches are merged (one with matches, e.g. ontology).
+    provider: str = "ontology"
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: match group -> entity type, in priority order; null = BC5CDR's
+    #: (mesh:D Chemical, mesh:C and hpo Disease; priorkit/features/baseline.py).
+    types: dict[str, str] | None = None
+
+
+@dataclasses.dataclass
 class SweepConfig:
     fractions: list[float] = dataclasses.field(default_factory=lambda: [1.0])
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
@@ -203,6 +221,9 @@ class SweepConfig:
     #: prior (shuffled values, random-spans features); the setting pays off only when it
     #: beats the baseline and its control (controls.md, docs/pipelines.md#controls).
     controls: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: name -> a post-hoc arm (PosthocConfig): no training, a trained setting's predictions
+    #: merged with a dictionary's matches; every knowledge setting is also judged against it.
+    posthoc: dict[str, PosthocConfig] = dataclasses.field(default_factory=dict)
     #: which evaluated split the table reports ("eval" or "test").
     split: Literal["eval", "test"] = "eval"
     plot: bool = True

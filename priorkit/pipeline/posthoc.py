@@ -1,0 +1,153 @@
+"""Post-hoc arms of a sweep: a trained setting's predictions merged with a dictionary's
+matches afterwards, without training (``sweep.posthoc``, docs/pipelines.md#post-hoc-arms).
+
+The cheapest use of the knowledge a learned channel gets: the no-prior model tags the
+sentences, the dictionary's matches (each an entity of its group's type, as
+:mod:`priorkit.features.baseline` scores the dictionary alone) are merged in afterwards,
+on the entity level:
+
+* ``union``: every model entity stays; a dictionary entity is added where it overlaps
+  no model entity (the model predicted ``O`` on all its words);
+* ``override``: every dictionary entity is taken; a model entity stays where it
+  overlaps no dictionary entity.
+
+Each arm reads the saved ``predictions-<split>.jsonl`` of the run of setting ``of`` with
+the same fraction and seed, scores the merged tags with the trained runs' scorer and
+writes a ``metrics.json`` and ``predictions-<split>.jsonl`` of its own in
+``runs/<name>/<arm>/frac<F>/seed<S>/``, so the tables, the paired Δ, the verdicts and the
+curves treat it as an arm.  Its ``posthoc_key`` (the base run's eval key, the arm's
+settings, the split digests) says when the merge must be redone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from typing import Any, Callable, Sequence
+
+from ..errors import PriorkitError
+from ..jsonfile import read_json, write_json
+from .config import PipelineConfig, PosthocConfig, digest
+from .data import Split
+from .layout import METRICS_FILE
+from .plan import RunPlan
+from .predictions import read_predictions, write_predictions
+
+Entity = tuple[str, int, int]  # type, first word, last word (inclusive, seqeval's form)
+
+
+def entities(tags: Sequence[str]) -> list[Entity]:
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return [(t, s, e) for t, s, e in get_entities(list(tags))]
+
+
+def _overlaps(a: Entity, b: Entity) -> bool:
+    return a[1] <= b[2] and b[1] <= a[2]
+
+
+def render(ents: Sequence[Entity], n_words: int) -> list[str]:
+    """BIO tags of ``n_words`` words holding exactly ``ents`` (non-overlapping)."""
+    tags = ["O"] * n_words
+    for t, s, e in sorted(ents, key=lambda x: x[1]):
+        tags[s] = f"B-{t}"
+        for i in range(s + 1, e + 1):
+            tags[i] = f"I-{t}"
+    return tags
+
+
+def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str]:
+    """The model's tags merged with the dictionary's (both BIO, one per word), ``union`` or ``override``."""
+    if len(model) != len(dictionary):
+        raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
+    m, d = entities(model), entities(dictionary)
+    if how == "union":
+        kept = m + [x for x in d if not any(_overlaps(x, y) for y in m)]
+    elif how == "override":
+        kept = d + [x for x in m if not any(_overlaps(x, y) for y in d)]
+    else:
+        raise PriorkitError(f"unknown merge {how!r}; choose union or override")
+    return render(kept, len(model))
+
+
+def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict]) -> list[list[str]]:
+    """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``)."""
+    import priorkit
+    from ..features.baseline import BC5CDR_TYPES, group_entities
+
+    provider = priorkit.get_provider(arm.provider, **arm.params)
+    types = arm.types if arm.types is not None else BC5CDR_TYPES
+    return [group_entities(provider.matches(list(e["words"])), len(e["words"]), types) for e in examples]
+
+
+def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> list[RunPlan]:
+    """The run folders of every post-hoc arm at the given (fraction, seed) pairs."""
+    return [RunPlan(cfg, name, None, f, s) for f, s in pairs for name in cfg.sweep.posthoc]
+
+
+def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split]) -> str:
+    return digest({"base": base.get("eval_key"), "arm": dataclasses.asdict(arm),
+                   "splits": {s: splits[s].digest for s in cfg.evaluate}})
+
+
+def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[tuple[float, int]], *,
+                force: bool = False, log: Callable[[str], None] = print) -> None:
+    """Merge and score every post-hoc arm at every (fraction, seed); valid outputs are skipped.
+
+    The dictionary matches every evaluated split once per arm (not once per seed).
+    """
+    from .tasks import ner_metrics
+
+    for name, arm in cfg.sweep.posthoc.items():
+        matched: dict[str, list[list[str]]] = {}
+        for fraction, seed in pairs:
+            plan = RunPlan(cfg, name, None, fraction, seed)
+            base_dir = RunPlan(cfg, arm.of, None, fraction, seed).run_dir
+            base = read_json(base_dir / METRICS_FILE)
+            if base is None:
+                log(f"[{plan.label}] post-hoc: skipped (no scored run of {arm.of!r} in {base_dir})")
+                continue
+            key = _key(cfg, arm, base, splits)
+            done = read_json(plan.run_dir / METRICS_FILE)
+            if done and done.get("posthoc_key") == key and not force:
+                log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
+                continue
+            scores, tags = {}, {}
+            for split in cfg.evaluate:
+                got = read_predictions(base_dir, split)
+                if got is None:
+                    raise PriorkitError(
+                        f"{base_dir} has no predictions-{split}.jsonl, which post-hoc arm {name!r} merges "
+                        f"(the run was scored before the evaluate step saved its predictions); score it again: "
+                        f"keep its model (train.keep_model) and run `priorkit sweep ... --force`, or delete "
+                        f"the folder to retrain it")
+                predicted, gold = got
+                examples = splits[split].examples
+                if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
+                    raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
+                                        f"sentences of split {split!r}; score the run again (--force)")
+                if split not in matched:
+                    matched[split] = dictionary_tags(arm, examples)
+                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[split])]
+                scores[split] = {**ner_metrics(gold, tags[split]), "examples": float(len(examples))}
+            for split, merged in tags.items():
+                write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
+            write_json(plan.run_dir / METRICS_FILE, _metrics(cfg, plan, arm, base, key, scores))
+            main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
+            log(f"[{plan.label}] post-hoc {arm.merge} of {arm.of}: done ({cfg.task.metric} "
+                f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
+
+
+def _metrics(cfg: PipelineConfig, plan: RunPlan, arm: PosthocConfig, base: dict, key: str,
+             scores: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pipeline": cfg.name, "prior": plan.prior_name, "fraction": plan.fraction, "seed": plan.seed,
+        "metric": cfg.task.metric,
+        "posthoc": {**dataclasses.asdict(arm), "base_run": str(RunPlan(cfg, arm.of, None, plan.fraction,
+                                                                         plan.seed).run_dir)},
+        "posthoc_key": key,
+        "train": {"examples": (base.get("train") or {}).get("examples"), "seconds": 0.0, "steps": 0},
+        "splits": base.get("splits"),
+        "metrics": scores,
+        "prior_usage": None,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,240 @@
+"""``sweep.posthoc``: the no-prior model's predictions merged with a dictionary afterwards,
+and the sentence bootstrap that the saved predictions make possible.
+
+The merge rules on hand-made tags; the bootstrap on counts whose answer is known; the
+config errors by file and line; and a tiny real sweep (random 2-layer BERT, a CoNLL file,
+the hand-made mini ontology) whose post-hoc arms are scored like any run."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+
+from priorkit.pipeline.config import ConfigError, load_config
+from priorkit.pipeline.posthoc import merge
+from priorkit.pipeline.predictions import entity_counts
+from priorkit.pipeline.tasks import ner_metrics
+from priorkit.stats import bootstrap_f1_delta, f1_from_counts
+
+MODEL = ["B-Chemical", "I-Chemical", "O", "O", "O", "B-Disease", "O"]
+DICT_ = ["B-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "I-Disease", "O"]
+
+
+def test_union_adds_only_where_the_model_found_nothing():
+    # the dictionary's first entity overlaps the model's chemical: the model's stays; the
+    # second (words 3-5) overlaps the model's disease at word 5: not added either
+    assert merge(MODEL, DICT_, "union") == MODEL
+    assert merge(MODEL, ["O", "O", "B-Disease", "O", "O", "O", "B-Chemical"], "union") == \
+        ["B-Chemical", "I-Chemical", "B-Disease", "O", "O", "B-Disease", "B-Chemical"]
+
+
+def test_override_replaces_the_model_entities_it_overlaps():
+    assert merge(MODEL, DICT_, "override") == \
+        ["B-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "I-Disease", "O"]
+    # a model entity no dictionary entity touches stays
+    assert merge(MODEL, ["O"] * 4 + ["B-Chemical", "O", "O"], "override") == \
+        ["B-Chemical", "I-Chemical", "O", "O", "B-Chemical", "B-Disease", "O"]
+
+
+def test_a_merge_without_matches_keeps_the_entities_and_their_score():
+    gold = [["B-Chemical", "I-Chemical", "O", "B-Disease"], ["O", "B-Disease", "I-Disease", "O"]]
+    pred = [["I-Chemical", "I-Chemical", "O", "B-Disease"], ["O", "B-Disease", "O", "B-Chemical"]]
+    for how in ("union", "override"):
+        merged = [merge(p, ["O"] * len(p), how) for p in pred]
+        assert ner_metrics(gold, merged)["f1"] == ner_metrics(gold, pred)["f1"]
+
+
+def test_entity_counts_sum_to_seqeval_f1():
+    rng = np.random.default_rng(3)
+    tags = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    gold = [list(rng.choice(tags, size=rng.integers(1, 12))) for _ in range(60)]
+    pred = [[t if rng.random() < 0.7 else str(rng.choice(tags)) for t in g] for g in gold]
+    counts = entity_counts(pred, gold)
+    c = counts.sum(axis=0)
+    assert float(f1_from_counts(*c)) == pytest.approx(ner_metrics(gold, pred)["f1"])
+    # each sentence's own counts, entity by entity (the one-pass count attributes them right)
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    for row, p, g in zip(counts, pred, gold):
+        pe, ge = set(get_entities([str(t) for t in p])), set(get_entities([str(t) for t in g]))
+        assert list(row) == [len(pe & ge), len(pe), len(ge)]
+
+
+def _counts(rng, n=400, hit=0.7):
+    """Per-sentence (correct, predicted, gold) counts of a model that finds ``hit`` of the entities."""
+    gold = rng.integers(0, 4, size=n)
+    correct = rng.binomial(gold, hit)
+    predicted = correct + rng.integers(0, 2, size=n)
+    return np.stack([correct, predicted, gold], axis=1)
+
+
+def test_bootstrap_of_identical_predictions_is_zero():
+    rng = np.random.default_rng(0)
+    runs = [_counts(rng) for _ in range(3)]
+    assert bootstrap_f1_delta(runs, runs, replicates=300) == (0.0, 0.0)
+
+
+def test_bootstrap_finds_a_known_shift_and_is_wider_than_no_sentence_noise():
+    rng = np.random.default_rng(1)
+    base = [_counts(rng, hit=0.6) for _ in range(4)]
+    better = []
+    for b in base:  # every seed finds more of the same gold entities: a true gain
+        c = b.copy()
+        c[:, 0] = np.minimum(c[:, 2], c[:, 0] + rng.binomial(c[:, 2] - c[:, 0], 0.5))
+        c[:, 1] = c[:, 1] + (c[:, 0] - b[:, 0])
+        better.append(c)
+    true = np.mean([f1_from_counts(*a.sum(0)) - f1_from_counts(*b.sum(0)) for a, b in zip(better, base)])
+    low, high = bootstrap_f1_delta(better, base, replicates=1000, seed=2)
+    assert 0 < low < true < high
+    # the reverse comparison mirrors the interval
+    rlow, rhigh = bootstrap_f1_delta(base, better, replicates=1000, seed=2)
+    assert rlow == pytest.approx(-high) and rhigh == pytest.approx(-low)
+    with pytest.raises(ValueError, match="one shape"):
+        bootstrap_f1_delta(better, [b[:10] for b in base])
+
+
+# ---- config errors by file and line ------------------------------------------------------
+NER = """\
+name: p
+task: {type: token-classification}
+data:
+  train: {source: bc5cdr, split: train}
+  eval: {source: bc5cdr, split: devel}
+sweep:
+  priors: {none: null}
+  posthoc:
+"""
+
+
+@pytest.mark.parametrize("entry, line, field, words", [
+    ("    dict: {of: nonee}\n", 9, "sweep.posthoc.dict.of", "'nonee' is not a setting of sweep.priors (none)"),
+    ("    none: {of: none}\n", 9, "sweep.posthoc.none", "also a setting of sweep.priors"),
+    ("    dict:\n      of: none\n      provider: ontologgy\n", 11, "sweep.posthoc.dict.provider",
+     "unknown provider 'ontologgy'"),
+    ("    dict:\n      merge: unoin\n", 10, "sweep.posthoc.dict.merge", "did you mean 'union'"),
+    ("    dict: {types: {}}\n", 9, "sweep.posthoc.dict.types", "is empty"),
+])
+def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
+    path = tmp_path / "p.yaml"
+    path.write_text(NER + entry)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:{line}: {field}: "), msg
+    assert words in msg, msg
+
+
+def test_posthoc_needs_token_classification(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: p\ndata:\n  train: {source: stsb}\n  eval: {source: stsb, split: dev}\n"
+                    "sweep:\n  posthoc:\n    dict: {of: none}\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:7: sweep.posthoc.dict: .*need "
+                                          "task.type token-classification, not regression"):
+        load_config(path)
+
+
+# ---- a tiny real sweep ---------------------------------------------------------------------
+SENTENCES = [
+    ("The patient had arrhythmia after the dose .", {3: "Disease"}),
+    ("Pneumonia was treated with aspirin .", {0: "Disease", 4: "Chemical"}),
+    ("No cardiomyopathy was seen .", {1: "Disease"}),
+    ("Aspirin and heparin were given .", {0: "Chemical", 2: "Chemical"}),
+    ("She developed pneumonia and arrhythmia .", {2: "Disease", 4: "Disease"}),
+    ("The dose was doubled .", {}),
+]
+
+
+def _conll(path, copies):
+    lines = []
+    for k in range(copies):
+        for text, ents in SENTENCES:
+            for i, w in enumerate(text.split()):
+                lines.append(f"{w}\t{'B-' + ents[i] if i in ents else 'O'}")
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
+    from click.testing import CliRunner
+
+    from priorkit.cli import cli
+    from priorkit.pipeline.predictions import read_predictions
+
+    from pathlib import Path
+
+    mini = Path(__file__).parent / "fixtures" / "ontology" / "mini.obo"
+    train, test = _conll(tmp_path / "train.conll", 4), _conll(tmp_path / "test.conll", 2)
+    raw = yaml.safe_load(textwrap.dedent(f"""\
+        name: tiny-posthoc
+        output_dir: {tmp_path / 'runs'}
+        model: {{name_or_path: {tiny_bert_dir}, max_length: 32}}
+        task: {{type: token-classification}}
+        data:
+          train: {{path: {train}, format: conll}}
+          test: {{path: {test}, format: conll}}
+        train: {{epochs: 1, batch_size: 8, learning_rate: 1.0e-3, progress: false, logging_steps: 100,
+                 threads: 1, save: "no"}}
+        sweep:
+          seeds: [0, 1]
+          priors:
+            none: null
+            features: {{provider: ontology, params: {{path: {mini}, cache: false}}, layout: full,
+                        attention: null, features: {{}}}}
+          posthoc:
+            dict-union: {{of: none, merge: union, provider: ontology,
+                          params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
+            dict-override: {{of: none, merge: override, provider: ontology,
+                             params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
+          split: test
+        """))
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    res = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "runs"
+    gold = [[t for t in (line.split("\t")[1] for line in block.split("\n") if line)]
+            for block in test.read_text().strip().split("\n\n")]
+    words = [[line.split("\t")[0] for line in block.split("\n") if line]
+             for block in test.read_text().strip().split("\n\n")]
+    import priorkit
+    from priorkit.features.baseline import group_entities
+
+    provider = priorkit.get_provider("ontology", path=str(mini), cache=False)
+    dict_tags = [group_entities(provider.matches(w), len(w), {"mini": "Disease"}) for w in words]
+    rows = {(r["prior"], int(r["seed"])): r for r in csv.DictReader(open(out / "results.csv"))}
+    for seed in (0, 1):
+        # the trained run saved its tags and gold; their F1 is the run's
+        tags, saved_gold = read_predictions(out / "none" / "frac1" / f"seed{seed}", "test")
+        assert saved_gold == gold
+        assert ner_metrics(gold, tags)["f1"] == pytest.approx(float(rows[("none", seed)]["test_f1"]))
+        for arm, how in (("dict-union", "union"), ("dict-override", "override")):
+            merged = [merge(t, d, how) for t, d in zip(tags, dict_tags)]
+            m = json.loads((out / arm / "frac1" / f"seed{seed}" / "metrics.json").read_text())
+            assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, merged)["f1"])
+            assert float(rows[(arm, seed)]["test_f1"]) == pytest.approx(m["metrics"]["test"]["f1"])
+            assert m["posthoc"]["of"] == "none" and m["train"]["steps"] == 0
+    # override puts every dictionary entity in: its recall of diseases is the dictionary's at least
+    assert float(rows[("dict-override", 0)]["test_recall"]) > 0
+    md = (out / "results.md").read_text()
+    assert "| 1 | dict-union | 2 |" in md and "| 1 | dict-override | 2 |" in md and "95% CI (sent.+seeds)" in md
+    # every knowledge setting is judged against the post-hoc arms (no sweep.controls: every
+    # trained setting but the baseline), paired by seed
+    ctl = list(csv.DictReader(open(out / "controls.csv")))
+    assert sorted((r["setting"], r["vs"]) for r in ctl) == [("features", "dict-override"), ("features", "dict-union")]
+    for r in ctl:
+        d = [float(rows[("features", s)]["test_f1"]) - float(rows[(r["vs"], s)]["test_f1"]) for s in (0, 1)]
+        assert float(r["mean_delta"]) == pytest.approx(np.mean(d))
+        assert r["beats_merge"] == "yes" or r["beats_merge"].startswith("no: vs dict-")
+        assert float(r["ci_low_sentences"]) <= float(r["ci_high_sentences"])
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("fraction 1, features: ")]
+    assert len(lines) == 1 and "the dictionary merged afterwards" in lines[0], res.output
+    assert "## Against the dictionary merged afterwards" in (out / "controls.md").read_text()
+    # a second call merges nothing again
+    again = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)
+    assert again.exit_code == 0 and "post-hoc: skipped (metrics.json is up to date)" in again.output
