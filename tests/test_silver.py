@@ -115,7 +115,39 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
 
 
 # ---- the pipeline ----------------------------------------------------------------
-def _raw(tmp_path, tiny_bert_dir, silver, **prior):
+TREES = """\
+format-version: 1.2
+
+[Term]
+id: MESHCAT:C
+name: Diseases
+
+[Term]
+id: MESHCAT:D
+name: Chemicals
+
+[Term]
+id: MESH:D1
+name: hypotension
+is_a: MESHCAT:C
+
+[Term]
+id: MESH:D2
+name: cocaine
+is_a: MESHCAT:D
+"""
+
+
+@pytest.fixture(scope="module")
+def obo(tmp_path_factory):
+    """A two-concept ontology (loads in milliseconds; the pipeline tests check the mechanics)."""
+    path = tmp_path_factory.mktemp("obo") / "trees.obo"
+    path.write_text(TREES)
+    return str(path)
+
+
+def _raw(tmp_path, tiny_bert_dir, silver, obo=None, **prior):
+    params = {"source": "hpo+mesh"} if obo is None else {"path": obo, "cache": False}
     return {
         "name": "tiny-silver",
         "output_dir": str(tmp_path / "runs"),
@@ -123,7 +155,7 @@ def _raw(tmp_path, tiny_bert_dir, silver, **prior):
         "task": {"type": "token-classification"},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 40},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 8}},
-        "prior": {"name": "silver", "provider": "ontology", "params": {"source": "hpo+mesh"}, "cache": None,
+        "prior": {"name": "silver", "provider": "ontology", "params": params, "cache": None,
                   "attention": None, "silver": silver, **prior},
         "train": {"epochs": 2, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "threads": 1,
                   "save": "no", "fraction": 0.25, "subset": "per-seed", "seed": 3, "group_by_length": True},
@@ -150,10 +182,10 @@ def test_the_default_unlabelled_text_is_exactly_the_rest_of_train(tmp_path, tiny
     ({"recipe": "mix", "weight": 0.5, "unmatched": "ignore"}, {"learning_rate": 1e-2}),
     ({"recipe": "then-gold", "silver_epochs": 1}, None),
 ])
-def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_torch_thread, silver, features):
+def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_torch_thread, obo, silver, features):
     from priorkit.pipeline.steps import run_pipeline
 
-    cfg = config_from_dict(_raw(tmp_path, tiny_bert_dir, silver, features=features))
+    cfg = config_from_dict(_raw(tmp_path, tiny_bert_dir, silver, obo, features=features))
     result = run_pipeline(cfg, steps=("train", "evaluate"), log=lambda s: None)
     train = result.metrics["train"]
     assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
@@ -165,7 +197,8 @@ def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_tor
         assert train["silver"]["first_stage"]["rows"] == 30 and train["silver"]["first_stage"]["steps"] == 4
         assert train["steps"] == 4 and train["silver"]["rows"] == 10
     shards = list((tmp_path / "runs" / "silver").glob("silver-*/shard-*.jsonl"))
-    assert shards and sum(len(p.read_text().splitlines()) for p in shards) == 30
+    lines = [json.loads(line) for p in shards for line in p.read_text().splitlines()]
+    assert len(lines) == 30 and any(t != "O" for row in lines for t in row["t"])  # real mentions labelled
 
 
 # ---- kill -9 ---------------------------------------------------------------------
