@@ -47,7 +47,7 @@ class SilverConfig:
     def type_map(self) -> dict[str, str]:
         if self.types is not None:
             return dict(self.types)
-        from ..features.baseline import BC5CDR_TYPES
+        from .label import BC5CDR_TYPES
 
         return dict(BC5CDR_TYPES)
 
