@@ -140,7 +140,8 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
             if weights is not None:
                 from ..silver.recipe import weighted_token_loss
 
-                loss, outputs = weighted_token_loss(model, inputs, weights)
+                loss, outputs = weighted_token_loss(model, inputs, weights,
+                                                    num_items_in_batch if self.model_accepts_loss_kwargs else None)
             else:
                 loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
                                                      num_items_in_batch=num_items_in_batch)

@@ -75,11 +75,12 @@ class SilverCollator:
         return batch
 
 
-def weighted_token_loss(model: Any, inputs: dict[str, torch.Tensor], weights: torch.Tensor
-                        ) -> tuple[torch.Tensor, Any]:
+def weighted_token_loss(model: Any, inputs: dict[str, torch.Tensor], weights: torch.Tensor,
+                        num_items: Any = None) -> tuple[torch.Tensor, Any]:
     """Token cross-entropy with each example's tokens weighted by ``weights`` (B,): the sum of
     weighted token losses over the number of labelled tokens (a batch of gold rows gives the
-    usual mean)."""
+    usual mean).  ``num_items``: the labelled tokens of all accumulated batches, when the
+    Trainer counts them (it then does not divide by the accumulation steps itself)."""
     labels = inputs.pop("labels")
     outputs = model(**inputs)
     logits = outputs.logits
@@ -87,6 +88,7 @@ def weighted_token_loss(model: Any, inputs: dict[str, torch.Tensor], weights: to
                                                   ignore_index=IGNORE, reduction="none").view_as(labels)
     mask = labels != IGNORE
     w = weights.to(per_token.device)[:, None].expand_as(per_token)
-    loss = (per_token * w * mask).sum() / mask.sum().clamp(min=1)
+    count = mask.sum().clamp(min=1) if num_items is None else num_items
+    loss = (per_token * w * mask).sum() / count
     inputs["labels"] = labels
     return loss, outputs
