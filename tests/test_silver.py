@@ -326,12 +326,16 @@ def test_silver_on_a_task_other_than_token_classification_stops_at_file_and_line
         load_config(path)
 
 
-def test_a_provider_without_matches_and_bad_values_stop_at_file_and_line(tmp_path):
+def test_a_provider_without_matches_and_bad_values_stop_at_file_and_line(tmp_path, obo):
     path = _file(tmp_path, NER + PRIOR.replace("silver: {}", "silver: {provider: wordnet}"))
     with pytest.raises(ConfigError, match=rf"^{path}:10: prior.silver.provider: provider 'wordnet' has no concept"):
         load_config(path)
     path = _file(tmp_path, NER + PRIOR.replace("silver: {}", "silver: {recipe: then-gold, weight: 0.5}"))
     with pytest.raises(ConfigError, match=rf"^{path}:10: prior.silver.weight: applies to recipe: mix only"):
+        load_config(path)
+    path = _file(tmp_path, NER + PRIOR.replace("{source: hpo+mesh}", f"{{path: {obo}, cache: false}}")
+                 .replace("silver: {}", "silver: {types: {mesh:Z: Disease}}"))
+    with pytest.raises(ConfigError, match=rf"^{path}:10: prior.silver.types: groups \['mesh:Z'\] are not groups"):
         load_config(path)
 
 

@@ -60,9 +60,11 @@ def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None) ->
         return [(field, f"provider {config.provider!r} has no concept matches, so it cannot give silver labels; "
                         "use one that implements matches(), e.g. ontology (silver: {provider: ontology, "
                         "params: {source: hpo+mesh}})")]
+    if config.types is None:  # the default map: groups the provider lacks are skipped (no loading here)
+        return []
     groups = set(provider.match_groups())
     unknown = [g for g in config.type_map() if g not in groups]
-    if unknown and config.types is not None:
+    if unknown:
         return [(("silver", "types"), f"groups {unknown} are not groups of provider {config.provider!r}; "
                                       f"it emits {sorted(groups)}")]
     return []
