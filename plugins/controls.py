@@ -9,6 +9,12 @@ values without the knowledge (docs/providers/controls.md):
 
 - ``constant`` gives every pair the same ``value``.
 
+- ``random-spans`` wraps a provider with concept matches and moves each sentence's matches to
+  random word spans (same count, lengths, groups and concepts; deterministic per seed and
+  sentence): the control of token features and silver labels::
+
+      priorkit.get_provider("random-spans", provider="ontology", params={"source": "hpo+mesh"}, seed=0)
+
 The shuffle rule.  Within one ``compute_pairs`` call (one precompute batch, one
 training batch, one ``similarity`` block) the unique pairs are ordered by a
 seeded hash of ``(left, right)``; each pair gets the inner value of the pair that
@@ -42,6 +48,8 @@ import numpy as np
 import priorkit
 from priorkit.errors import PriorkitError
 from priorkit.provider import PriorProvider
+
+from priorkit.provider import Match
 
 from .combine import resolve_provider
 
@@ -146,7 +154,96 @@ class ConstantProvider(PriorProvider):
         return np.full(len(left), self.value, dtype=np.float32)
 
 
+def sentence_rng(seed: int, words: Sequence[str]) -> np.random.Generator:
+    """A generator from ``seed`` and the words (stable across processes, unlike ``hash``)."""
+    digest = hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest()
+    return np.random.default_rng([int(seed), int.from_bytes(digest, "little")])
+
+
+def random_spans(matches: Sequence[Match], words: Sequence[str], seed: int) -> list[Match]:
+    """``matches`` moved to random non-overlapping spans of ``words`` (sorted by start).
+
+    Per sentence, the mentions (a span with its one or more group matches) keep their number,
+    lengths, groups and concepts and are put at random non-overlapping word positions; the draw
+    depends only on the seed and the words, so every run, epoch and process sees the same spans.
+    """
+    mentions: dict[tuple[int, int], list[Match]] = {}
+    for m in matches:
+        mentions.setdefault((m.start, m.end), []).append(m)
+    if not mentions:
+        return []
+    rng = sentence_rng(seed, words)
+    spans = list(mentions)
+    lengths = [e - s for s, e in spans]
+    free = len(words) - sum(lengths)  # words outside every mention; >= 0 as spans do not overlap
+    order = rng.permutation(len(spans)).tolist()
+    # stars and bars: k sorted slots among free + k give the free words before each mention
+    slots = np.sort(rng.choice(free + len(spans), size=len(spans), replace=False)).tolist()
+    out: list[Match] = []
+    used = 0
+    for j, (k, slot) in enumerate(zip(order, slots)):
+        start = (slot - j) + used
+        used += lengths[k]
+        out += [Match(start, start + lengths[k], m.concept_ids, m.group) for m in mentions[spans[k]]]
+    return out
+
+
+class RandomSpansProvider(PriorProvider):
+    """The inner provider's concept matches, moved to random word spans of each sentence."""
+
+    name = "random-spans"
+    version = "1"
+
+    def __init__(self, provider: Any = None, params: Mapping[str, Any] | None = None, seed: int = 0) -> None:
+        self.check_params({"provider": provider, "params": params, "seed": seed})
+        if isinstance(provider, str):
+            inner = priorkit.get_provider(provider, **dict(params or {}))
+        else:
+            if params:
+                raise PriorkitError("random-spans: params= applies to an inner provider given by name; "
+                                    "pass the parameters inside provider= instead")
+            inner = resolve_provider(provider)
+        if not inner.supports_matches:
+            raise PriorkitError(f"random-spans: provider {inner.name!r} has no concept matches to move; "
+                                "wrap one that implements matches(), e.g. ontology")
+        super().__init__(provider=inner, seed=int(seed))
+        self.inner = inner
+        self.seed = int(seed)
+
+    @staticmethod
+    def check_params(params: Mapping[str, Any]) -> None:
+        provider = params.get("provider")
+        if provider is None or provider == "":
+            raise PriorkitError("random-spans needs params.provider: the provider whose matches it moves, "
+                                "e.g. {provider: ontology, params: {source: hpo+mesh}, seed: 0}")
+        if provider == "random-spans":
+            raise PriorkitError("random-spans: params.provider is 'random-spans' itself; name the provider "
+                                "whose matches it moves (e.g. ontology)")
+        inner_params = params.get("params")
+        if inner_params is not None and not isinstance(inner_params, Mapping):
+            raise PriorkitError(f"random-spans: params.params must be a mapping of the inner provider's "
+                                f"parameters, got {inner_params!r}")
+        seed = params.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise PriorkitError(f"random-spans: params.seed must be a whole number, got {seed!r}")
+
+    def load(self) -> None:
+        self.inner.ensure_loaded()
+
+    def match_groups(self) -> list[str]:
+        return self.inner.match_groups()
+
+    def compute_matches(self, words: Sequence[str]) -> list[Match]:
+        return random_spans(self.inner.matches(words), words, self.seed)
+
+    def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        raise PriorkitError("random-spans is a control of concept matches (token features, silver labels) "
+                            "and has no pair values; the control of an attention prior is shuffled")
+
+
 @priorkit.hookimpl
 def register_prior_providers(register) -> None:
     register("shuffled", ShuffledProvider, "control: another provider's values permuted over word pairs (seed)")
     register("constant", ConstantProvider, "control: one value for every pair")
+    register("random-spans", RandomSpansProvider,
+             "control: another provider's concept matches moved to random word spans (seed)")

@@ -124,3 +124,63 @@ def test_bad_control_parameters_stop_the_pipeline_at_file_and_line(tmp_path, pri
     msg = str(err.value)
     assert msg.startswith(f"{path}:{line}"), msg
     assert words in msg
+
+
+def _ner_pipeline(tmp_path, prior: str) -> str:
+    path = tmp_path / "ner.yaml"
+    path.write_text(textwrap.dedent("""\
+        name: c
+        task: {type: token-classification}
+        data:
+          train: {source: bc5cdr, split: train, limit: 10}
+          eval: {source: bc5cdr, split: devel, limit: 10}
+        """) + textwrap.dedent(prior))
+    return str(path)
+
+
+def test_the_removed_features_control_names_the_random_spans_provider_at_file_and_line(tmp_path):
+    path = _ner_pipeline(tmp_path, """\
+        prior:
+          provider: ontology
+          params: {source: hpo+mesh}
+          attention: null
+          features:
+            control: random-spans
+        """)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:11: prior.features.control"), msg
+    assert "provider: random-spans, params: {provider: ontology" in msg
+
+
+def test_random_spans_is_a_provider_of_features_in_a_pipeline(tmp_path):
+    from priorkit.pipeline.config import prior_settings
+
+    path = _ner_pipeline(tmp_path, """\
+        prior: {provider: ontology, params: {source: hpo+mesh}, attention: null, features: {}}
+        sweep:
+          priors:
+            none: null
+            features: {}
+            ctl: {features: {provider: random-spans, params: {provider: ontology, params: {source: hpo+mesh}}}}
+        """)
+    ctl = prior_settings(load_config(path))["ctl"].features
+    assert ctl.provider == "random-spans" and ctl.params["provider"] == "ontology"
+    bad = _ner_pipeline(tmp_path, """\
+        prior: {provider: ontology, params: {source: hpo+mesh}, attention: null,
+                features: {provider: random-spans, params: {params: {source: hpo+mesh}}}}
+        """)
+    with pytest.raises(ConfigError, match=r"ner.yaml:7: prior.features.provider: random-spans needs params.provider"):
+        load_config(bad)
+
+
+def test_random_spans_moves_real_ontology_matches():
+    words = "Cocaine induced seizures and renal failure in rats".split()
+    inner = priorkit.get_provider("ontology", source="hpo+mesh")
+    ctl = priorkit.get_provider("random-spans", provider="ontology", params={"source": "hpo+mesh"}, seed=1)
+    real, moved = inner.matches(words), ctl.matches(words)
+    assert real and sorted((m.end - m.start, m.group) for m in moved) == sorted((m.end - m.start, m.group) for m in real)
+    assert moved == ctl.matches(words)
+    with pytest.raises(PriorkitError, match="no concept matches"):
+        priorkit.get_provider("random-spans", provider="wordnet")

@@ -236,7 +236,8 @@ def test_groups_select_columns_and_concept_buckets_are_stable(two_trees, minilm_
 
 
 def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees):
-    from priorkit.features import FeatureBuilder, random_spans
+    from priorkit_plugins.controls import RandomSpansProvider, random_spans
+    from priorkit.features import FeatureBuilder
 
     words = "Cocaine and heparin toxicity caused a seizure in the rats of this study".split()
     real = two_trees.matches(words)
@@ -250,8 +251,11 @@ def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees)
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])) and spans[-1][1] <= len(words)
         seen.add(tuple(spans))
     assert len(seen) > 1  # the seed moves them
-    control = FeatureBuilder(two_trees, FeatureConfig(control="random-spans", seed=3))
+    provider = RandomSpansProvider(two_trees, seed=3)  # the control provider, around the real one
+    assert provider.match_groups() == two_trees.match_groups()
+    control = FeatureBuilder(provider, FeatureConfig())
     assert control.matches(words) == random_spans(real, words, 3)
+    assert priorkit.get_provider("random-spans", provider=two_trees, seed=3).fingerprint == provider.fingerprint
     assert random_spans([], words, 0) == []
 
 
@@ -388,14 +392,15 @@ def test_features_only_setting_and_sweep_overrides(tmp_path):
             none: null
             features: {attention: null, features: {}}
             both: {features: {concept_buckets: 256}}
-            control: {attention: null, features: {control: random-spans, seed: 2}}
+            control: {attention: null, features: {provider: random-spans,
+                      params: {provider: ontology, params: {source: hpo+mesh, measure: concept}, seed: 2}}}
         """))
     cfg = load_config(path, ["sweep.priors.both.features.dropout=0.3"])
     s = prior_settings(cfg)
     assert s["features"].attention is None and s["features"].features == FeatureConfig()
     assert s["both"].attention.mode == "bias" and s["both"].features.concept_buckets == 256
     assert s["both"].features.dropout == 0.3
-    assert s["control"].features.control == "random-spans" and s["control"].features.seed == 2
+    assert s["control"].features.provider == "random-spans" and s["control"].features.params["seed"] == 2
     assert cfg.prior.features is None and "features" not in prior_identity(cfg.prior)  # old keys hold
     assert prior_identity(s["features"]) != prior_identity(s["control"])
 
@@ -408,7 +413,7 @@ def test_shipped_features_pipeline(tmp_path):
     assert set(s) >= {"none", "features", "features+attention", "random-spans"}
     assert s["features"].attention is None and s["features"].features is not None
     assert s["features+attention"].attention.mode == "bias"
-    assert s["random-spans"].features.control == "random-spans"
+    assert s["random-spans"].features.provider == "random-spans"
 
 
 def test_dictionary_baseline_scores_the_matcher(two_trees):

@@ -43,7 +43,8 @@ def obo(tmp_path_factory):
     return str(path)
 
 
-def _saved_folder(folder, minilm_tokenizer, obo, *, attention: bool, config: FeatureConfig):
+def _saved_folder(folder, minilm_tokenizer, obo, *, attention: bool, config: FeatureConfig,
+                  control: bool = False):
     """A token-classification model folder as the train step leaves it: weights and config.json
     (with prior attention settings when ``attention``), the feature files, then priorkit.json
     and the card."""
@@ -55,13 +56,15 @@ def _saved_folder(folder, minilm_tokenizer, obo, *, attention: bool, config: Fea
         intermediate_size=64, max_position_embeddings=64, num_labels=3))
     if attention:
         priorkit.enable_prior_attention(model, layers=(0,), mode="bias")
-    provider = priorkit.get_provider("ontology", path=obo, cache=False)
-    builder = FeatureBuilder(provider, config.resolved("ontology", {"path": obo, "cache": False}),
-                             minilm_tokenizer, 32)
+    name, params = "ontology", {"path": obo, "cache": False}
+    if control:  # the control provider: the ontology's matches moved to random spans
+        name, params = "random-spans", {"provider": "ontology", "params": params, "seed": 0}
+    provider = priorkit.get_provider(name, **params)
+    builder = FeatureBuilder(provider, config.resolved(name, params), minilm_tokenizer, 32)
     attach_for(model, builder)
     model.save_pretrained(folder)
     assert save_features(model, builder, folder)
-    setting = {"name": "feats", "provider": "ontology", "params": {"path": obo, "cache": False},
+    setting = {"name": "feats", "provider": name, "params": params,
                "attention": {"mode": "bias"} if attention else None, "features": config.to_dict()}
     meta = {"task": {"type": "token-classification", "label_scale": 1.0, "metric": "f1"},
             "labels": ["O", "B-Chemical", "B-Disease"], "prior": setting, "prior_name": "feats",
@@ -72,19 +75,19 @@ def _saved_folder(folder, minilm_tokenizer, obo, *, attention: bool, config: Fea
 
 def test_a_features_only_folder_describes_its_token_features_not_attention(tmp_path, minilm_tokenizer, obo):
     info, card, provider = _saved_folder(tmp_path, minilm_tokenizer, obo, attention=False,
-                                         config=FeatureConfig(concept_buckets=16, control="random-spans"))
+                                         config=FeatureConfig(concept_buckets=16), control=True)
     prior = info["prior"]
     assert prior["attention"] is None
     feats = prior["features"]
-    assert feats["provider"] == "ontology" and feats["groups"] == ["mesh:C", "mesh:D"]
+    assert feats["provider"] == "random-spans" and feats["groups"] == ["mesh:C", "mesh:D"]
     assert feats["n_features"] == 4 and feats["concept_buckets"] == 16 and feats["control"] == "random-spans"
     assert feats["fingerprint"] == provider.fingerprint
     assert json.loads((tmp_path / mf.PRIORKIT_JSON).read_text())["prior"]["features"] == feats
 
     assert "in its attention" not in card and "prior-guided-attention" not in card
     assert "switches prior attention back on" not in card
-    assert "with token features from the ontology provider's concept matches (B/I tags of mesh:C, mesh:D)" in card
-    assert "- token-features" in card and "- prior-ontology" in card
+    assert "with token features from the random-spans provider's concept matches (B/I tags of mesh:C, mesh:D)" in card
+    assert "- token-features" in card and "- prior-random-spans" in card
     assert "| token features | 4 (B/I tags of mesh:C, mesh:D), hashed concept ids in 16 buckets |" in card
     assert f"| feature fingerprint | `{provider.fingerprint}` |" in card
     assert "| attention | none: the prior feeds the token features only |" in card

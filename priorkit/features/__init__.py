@@ -15,7 +15,6 @@ from .config import FeatureConfig
 _LAZY = {
     "FeatureBuilder": "builder", "concept_bucket": "builder", "check_provider": "builder",
     "FeatureCollator": "collate",
-    "random_spans": "control",
     "attach_for": "folder", "read_config": "folder", "restore_features": "folder", "save_features": "folder",
     "TokenFeatureInput": "model", "attach_features": "model", "detach_features": "model",
     "feature_module": "model", "feature_param_group": "model", "feature_parameters": "model",

@@ -9,29 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..provider import Match, PriorProvider
-
-#: BC5CDR: MeSH diseases (tree C) and HPO phenotypes are Disease, MeSH tree D Chemical
-BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
-
-
-def group_entities(matches: Sequence[Match], n_words: int, group_to_label: Mapping[str, str]) -> list[str]:
-    """BIO tags of ``n_words`` words from the matches (one entity per span)."""
-    rank = {g: i for i, g in enumerate(group_to_label)}
-    best: dict[tuple[int, int], str] = {}
-    for m in matches:
-        if m.group not in rank:
-            continue
-        span = (m.start, m.end)
-        if span not in best or rank[m.group] < rank[best[span]]:
-            best[span] = m.group
-    tags = ["O"] * n_words
-    for (s, e), g in best.items():
-        label = group_to_label[g]
-        tags[s] = f"B-{label}"
-        for i in range(s + 1, e):
-            tags[i] = f"I-{label}"
-    return tags
+from ..provider import PriorProvider
+from ..silver.label import BC5CDR_TYPES, group_entities  # noqa: F401 (the matches -> tags rule is silver labels')
 
 
 def dictionary_scores(provider: PriorProvider | None, examples: Sequence[Mapping[str, Any]],

@@ -23,7 +23,6 @@ import torch
 from ..errors import PriorkitError
 from ..provider import Match, PriorProvider
 from .config import FeatureConfig
-from .control import random_spans
 
 _MEMO_LIMIT = 500_000
 
@@ -75,14 +74,11 @@ class FeatureBuilder:
 
     # ---- words ----------------------------------------------------------
     def matches(self, words: Sequence[str]) -> list[Match]:
-        """The matches that become features: the chosen groups only; moved to random spans
-        under ``control: random-spans``."""
+        """The matches that become features: the chosen groups only."""
         key = tuple(words)
         hit = self._memo.get(key)
         if hit is None:
             hit = [m for m in self.provider.matches(list(key)) if m.group in self._index]
-            if self.config.control == "random-spans":
-                hit = random_spans(hit, key, self.config.seed)
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
             self._memo[key] = hit

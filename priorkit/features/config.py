@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-CONTROLS = ("random-spans",)
 GATES = ("token", "scalar")
 
 
@@ -29,9 +28,10 @@ class FeatureConfig:
     gate: Literal["token", "scalar"] = "token"
     #: the gate's initial logit (0: sigmoid 0.5); the projection starts at zero either way.
     gate_init: float = 0.0
-    #: null, or "random-spans": the control arm -- each sentence's matches (same count, lengths,
-    #: groups) placed on random word spans, drawn from ``seed`` and the sentence.
-    control: Literal["random-spans"] | None = None
+    #: removed: the control arm is the ``random-spans`` provider now (docs/providers/controls.md);
+    #: kept only to name the new spelling when a file still sets it (and so that the train keys
+    #: of feature runs made before stay the same, with ``seed``).
+    control: str | None = None
     seed: int = 0
     #: the feature parameters' own learning rate (null: train.learning_rate).
     learning_rate: float | None = None
@@ -65,8 +65,10 @@ class FeatureConfig:
             out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
         if self.gate not in GATES:
             out.append(("gate", f"must be one of {', '.join(GATES)}, got {self.gate!r}"))
-        if self.control is not None and self.control not in CONTROLS:
-            out.append(("control", f"must be null or one of {', '.join(CONTROLS)}, got {self.control!r}"))
+        if self.control is not None:
+            out.append(("control", f"{self.control!r}: features.control was removed; controls are providers "
+                        "now: write features: {provider: random-spans, params: {provider: ontology, "
+                        "params: {...}, seed: 0}} (docs/providers/controls.md)"))
         if self.learning_rate is not None and self.learning_rate <= 0:
             out.append(("learning_rate", f"must be positive, got {self.learning_rate!r}"))
         if self.groups is not None and not self.groups:

@@ -23,9 +23,10 @@ def config_problems(prior: Any, task_type: str) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     config = resolved_config(prior)
     if config is None:
-        if prior.attention is None:
+        if prior.attention is None and getattr(prior, "silver", None) is None:
             out.append((("attention",), "is null and there are no features: this prior setting would do "
-                        "nothing; give attention settings, or prior.features, or use a null sweep entry"))
+                        "nothing; give attention settings, or prior.features, or prior.silver, or use a "
+                        "null sweep entry"))
         return out
     if task_type != "token-classification":
         out.append((("features",), f"token features need task.type token-classification, not {task_type}"))

@@ -105,7 +105,8 @@ def features_description(folder: str | os.PathLike) -> dict | None:
         "n_features": saved["n_features"],
         "concept_buckets": config.get("concept_buckets", 0),
         "gate": config.get("gate"),
-        "control": config.get("control"),
+        # the control provider moves the matches to random spans (older folders: features.control)
+        "control": "random-spans" if provider.get("name") == "random-spans" else config.get("control"),
     }
 
 

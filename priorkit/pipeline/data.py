@@ -48,7 +48,28 @@ def load_data(cfg: PipelineConfig) -> dict[str, Split]:
         examples = slice_examples(examples, src)
         _check_kind(examples, cfg.task.type, name, where, origin)
         out[name] = Split(name, examples, origin, digest(examples))
+    if cfg.data.unlabeled is not None:
+        out["unlabeled"] = load_unlabeled(cfg.data.unlabeled, cfg.where("data.unlabeled"))
     return out
+
+
+def load_unlabeled(src: DataSource, where: str) -> Split:
+    """``data.unlabeled``: sentences whose labels (if any) are dropped."""
+    if src.format == "text":
+        from ..silver.checks import read_text
+
+        try:
+            examples = read_text(Path(src.path).expanduser())[: src.limit]
+        except DataFormatError as exc:
+            raise DataFormatError(f"{where}: data.unlabeled: {exc}") from None
+        origin = str(src.path)
+    else:
+        examples, origin = read_source(src, where)
+    examples = [{"words": list(e["words"])} for e in slice_examples(examples, src) if "words" in e]
+    if not examples:
+        raise DataFormatError(f"{where}: data.unlabeled ({origin}) holds no sentences to label; give a CoNLL "
+                              "file or one with format: text (one sentence a line)")
+    return Split("unlabeled", examples, origin, digest(examples))
 
 
 def read_source(src: DataSource, where: str = "", numeric_label: bool = False

@@ -48,7 +48,11 @@ class RunPlan:
         train_cfg.update(fraction=self.fraction, seed=self.seed)
         if ranks.world_size() > 1:  # the effective batch grows with it (absent for one process: old keys hold)
             train_cfg["world_size"] = ranks.world_size()
+        extra = {}
+        if self.prior is not None and self.prior.silver is not None and self.cfg.data.unlabeled is not None:
+            extra["unlabeled"] = dataclasses.asdict(self.cfg.data.unlabeled)  # the silver text's source
         return digest({
+            **extra,
             "model": dataclasses.asdict(self.cfg.model),
             "task": dataclasses.asdict(self.cfg.task),
             "prior": prior_identity(self.prior),
@@ -71,6 +75,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("train", None)
     if d.get("features") is None:  # absent before token features existed: old keys hold
         d.pop("features", None)
+    if d.get("silver") is None:  # absent before silver labels existed: old keys hold
+        d.pop("silver", None)
     # the defaults of fields added later are left out, so older runs' keys hold
     for field, default in (("within", "all"), ("stop_words", None), ("stop_value", 0.0)):
         if d.get(field) == default:

@@ -318,6 +318,9 @@ def run_pipeline(cfg: PipelineConfig, *, prior_name: str | None = None, force: b
     if not ranks.is_main():
         log = _silent  # one voice: the main process reports for all
     splits = load_data(cfg)
+    from .silver_stage import check_settings
+
+    check_settings(cfg, {plan.prior_name: plan.prior}, splits["train"])  # before anything is written
     log(f"pipeline {cfg.name}: {plan.label}; data " + ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
     outcomes = []
     if "precompute" in steps:

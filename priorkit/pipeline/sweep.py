@@ -147,6 +147,9 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
         log = _silent
     splits = load_data(cfg)
     settings = prior_settings(cfg)
+    from .silver_stage import check_settings
+
+    check_settings(cfg, settings, splits["train"])  # silver type maps, before anything is written
     plans = grid(cfg)
     log(f"sweep {cfg.name}: {len(cfg.sweep.fractions)} fraction(s) x {len(cfg.sweep.seeds)} seed(s) x "
         f"{len(settings)} prior setting(s) = {len(plans)} runs; data "

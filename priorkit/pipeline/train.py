@@ -96,6 +96,10 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     task = fit_task(cfg, train)
     rows = [task.encode(train.examples[i]) for i in plan.train_indices(len(train))]
     key = plan.train_key(train)
+    from .silver_stage import silver_for_run, silver_first, training_rows
+
+    silver = silver_for_run(plan, splits, task, log=log.info)
+    stage, trained_rows = training_rows(plan, rows, silver)  # mix: gold and silver in one pass
     source = model_source(cfg)
 
     set_seed(plan.seed)  # the new head's initial weights depend on it: same for every prior setting
@@ -105,6 +109,10 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     features = features_for_run(plan.prior, model, tokenizer, cfg.model.max_length)
     builder = make_builder(cfg, plan.prior, tokenizer)
     collator = wrap_collator(make_collator(cfg, tokenizer, builder), features)
+    if silver is not None:
+        from ..silver.recipe import SilverCollator
+
+        collator = SilverCollator(collator, silver.config.weight)
     eval_rows = compute_metrics = None
     if eval_each_epoch is not None:
         scored = splits[eval_each_epoch].examples
@@ -113,12 +121,14 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
         def compute_metrics(pred: Any) -> dict[str, float]:
             return task.score(pred.predictions, pred.label_ids, scored)
 
-    trainer = make_trainer(plan, model, tokenizer, collator, device, rows, eval_rows, compute_metrics)
-    for callback in callbacks:
-        trainer.add_callback(callback)
-
     checkpoint = last_checkpoint(plan.run_dir) if resume else None
     t0 = time.perf_counter()
+    first = None
+    if silver is not None and silver.config.recipe == "then-gold" and checkpoint is None:
+        first = silver_first(plan, silver, model, tokenizer, collator, device)  # silver, then gold below
+    trainer = make_trainer(stage, model, tokenizer, collator, device, trained_rows, eval_rows, compute_metrics)
+    for callback in callbacks:
+        trainer.add_callback(callback)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = time.perf_counter() - t0
     summary = {
@@ -133,6 +143,8 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
         "threads": torch.get_num_threads(),
         "world_size": int(trainer.args.world_size),
     }
+    if silver is not None:
+        summary["silver"] = {**silver.describe(), "rows": len(trained_rows), "first_stage": first}
     _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), features=features)
 
     history = trainer.state.log_history

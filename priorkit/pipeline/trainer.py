@@ -136,8 +136,15 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
         ``supervise`` mode's auxiliary loss added to the task loss."""
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
-                                                 num_items_in_batch=num_items_in_batch)
+            weights = inputs.pop("label_weights", None)  # silver rows weighing other than gold ones
+            if weights is not None:
+                from ..silver.recipe import weighted_token_loss
+
+                loss, outputs = weighted_token_loss(model, inputs, weights,
+                                                    num_items_in_batch if self.model_accepts_loss_kwargs else None)
+            else:
+                loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
+                                                     num_items_in_batch=num_items_in_batch)
             extra = supervision_loss(model)
             if extra is not None:
                 loss = loss + extra.to(loss.dtype)

@@ -37,7 +37,7 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("task.label_scale", f"must be positive, got {t.label_scale}")
     if cfg.model.max_length < 8:
         raise fail("model.max_length", f"must be at least 8, got {cfg.model.max_length}")
-    for split in ("train", "eval", "test"):
+    for split in ("train", "eval", "test", "unlabeled"):
         src_cfg = getattr(cfg.data, split)
         if src_cfg is None:
             continue
@@ -54,6 +54,12 @@ def _check(cfg: PipelineConfig) -> None:
             v = getattr(src_cfg, k)
             if v is not None and v <= 0:
                 raise fail(f"data.{split}.{k}", f"must be a positive count, got {v}")
+    if cfg.data.unlabeled is not None:
+        from ...silver.checks import unlabeled_file_problem
+
+        why = unlabeled_file_problem(cfg.data.unlabeled)
+        if why:
+            raise fail("data.unlabeled", why)
     if cfg.data.train is None:
         raise fail("data.train", "is required (the training split)")
     if cfg.evaluate is None:
@@ -186,6 +192,10 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     from ...features.pipeline import config_problems
 
     for field, msg in config_problems(p, cfg.task.type)[:1]:
+        raise _fail(path + field, loc, src, msg)
+    from ...silver.checks import config_problems as silver_problems
+
+    for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels)[:1]:
         raise _fail(path + field, loc, src, msg)
     layers = p.attention.layers if p.attention is not None else "all"
     if layers != "all" and (not layers or any(i < 0 for i in layers)):

@@ -16,6 +16,7 @@ from typing import Any, Literal, Union
 import yaml
 
 from ...features.config import FeatureConfig
+from ...silver.config import SilverConfig
 from ...spec import PriorSpec, spec_of
 from .loader import _convert, _where
 
@@ -51,7 +52,7 @@ class DataSource:
     split: str | None = None
     #: a local file (format from the extension unless ``format`` is given).
     path: str | None = None
-    format: Literal["auto", "stsb", "csv", "tsv", "jsonl", "conll"] = "auto"
+    format: Literal["auto", "stsb", "csv", "tsv", "jsonl", "conll", "text"] = "auto"
     #: field -> column of the file: text_a, text_b, label (csv/tsv/jsonl/HF);
     #: for CoNLL: token/tag column numbers.
     columns: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -70,6 +71,10 @@ class DataConfig:
     train: DataSource | None = None
     eval: DataSource | None = None
     test: DataSource | None = None
+    #: unlabelled text for silver labels (prior.silver; docs/silver.md): a file or a split whose
+    #: labels are ignored (CoNLL, or format: text -- one sentence a line, words split on spaces);
+    #: null: the rest of data.train (the part not in the run's training subset), labels hidden.
+    unlabeled: DataSource | None = None
 
 
 @dataclasses.dataclass
@@ -109,6 +114,9 @@ class PriorConfig(PriorSpec):
     #: token features from the provider's concept matches (token classification only;
     #: docs/features.md); null: none.
     features: FeatureConfig | None = None
+    #: silver labels: the provider's matches label unlabelled text (data.unlabeled) that the
+    #: model trains on with the gold labels (token classification only; docs/silver.md); null: none.
+    silver: SilverConfig | None = None
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)

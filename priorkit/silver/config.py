@@ -1,0 +1,74 @@
+"""What silver labels a run gets, as plain data (the ``prior.silver`` section).
+
+Torch-free, so the pipeline schema can use :class:`SilverConfig` as a section type.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+RECIPES = ("mix", "then-gold")
+UNMATCHED = ("O", "ignore")
+
+
+@dataclasses.dataclass
+class SilverConfig:
+    #: provider of the matches that become labels; null: the prior's own provider (and params).
+    #: Any provider with concept matches, e.g. ``random-spans`` (the control).
+    provider: str | None = None
+    #: the provider's parameters; null: the prior's params when the provider is the prior's, else {}.
+    params: dict[str, Any] | None = None
+    #: match group -> entity type of the task (B-/I- tags); null: the dictionary baseline's map
+    #: (BC5CDR: mesh:D Chemical, mesh:C and hpo Disease).  A mention in several groups takes
+    #: the type of the first of its groups in this order; other groups are ignored.
+    types: dict[str, str] | None = None
+    #: words no match covers: "O" (an outside tag) or "ignore" (excluded from the loss: partial labels).
+    unmatched: Literal["O", "ignore"] = "O"
+    #: "mix": gold and silver sentences in one shuffled training list; "then-gold": train on
+    #: silver first, then on gold from those weights.
+    recipe: Literal["mix", "then-gold"] = "mix"
+    #: mix: the loss weight of silver tokens (gold tokens: 1).
+    weight: float = 1.0
+    #: mix: silver sentences per gold sentence in the training list (null: ``silver_epochs``
+    #: passes over the silver text, whatever their number).
+    ratio: float | None = None
+    #: passes over the silver text (fewer keeps the cost down); fractions take a seeded share.
+    silver_epochs: float = 1.0
+    #: sentences labelled and written per shard of the store (a kill loses at most one).
+    chunk_size: int = 2000
+
+    def resolved(self, provider: str, params: dict[str, Any] | None) -> "SilverConfig":
+        """This config with ``provider``/``params`` filled in from the prior's (when null)."""
+        if self.provider is None:
+            return dataclasses.replace(self, provider=provider,
+                                       params=dict(params or {}) if self.params is None else self.params)
+        return dataclasses.replace(self, params={} if self.params is None else self.params)
+
+    def type_map(self) -> dict[str, str]:
+        if self.types is not None:
+            return dict(self.types)
+        from .label import BC5CDR_TYPES
+
+        return dict(BC5CDR_TYPES)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for values out of range; empty when the config is usable."""
+        out = []
+        if self.recipe not in RECIPES:
+            out.append(("recipe", f"must be one of {', '.join(RECIPES)}, got {self.recipe!r}"))
+        if self.unmatched not in UNMATCHED:
+            out.append(("unmatched", f"must be one of {', '.join(UNMATCHED)}, got {self.unmatched!r}"))
+        if not self.weight > 0:
+            out.append(("weight", f"must be positive, got {self.weight!r}"))
+        if self.ratio is not None and not self.ratio > 0:
+            out.append(("ratio", f"must be positive (or null), got {self.ratio!r}"))
+        if not self.silver_epochs > 0:
+            out.append(("silver_epochs", f"must be positive, got {self.silver_epochs!r}"))
+        if self.chunk_size < 1:
+            out.append(("chunk_size", f"must be at least 1, got {self.chunk_size!r}"))
+        if self.types is not None and not self.types:
+            out.append(("types", "is empty; map at least one group to an entity type, or leave it null"))
+        if self.recipe == "then-gold" and (self.weight != 1.0 or self.ratio is not None):
+            out.append(("weight" if self.weight != 1.0 else "ratio",
+                        "applies to recipe: mix only (then-gold trains on silver alone, then on gold)"))
+        return out
