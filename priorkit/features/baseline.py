@@ -40,7 +40,7 @@ def dictionary_scores(provider: PriorProvider, examples: Sequence[Mapping[str, A
     ``recall_<type>``) of ``provider``'s matches on ``examples`` (dicts with ``words`` and ``tags``)."""
     from seqeval.metrics import classification_report
 
-    from ..pipeline.tasks import ner_metrics
+    from ..metrics import ner_metrics
 
     y_true, y_pred = [], []
     for e in examples:
