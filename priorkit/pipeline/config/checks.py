@@ -173,9 +173,9 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     mode = _attention_mode(p, path, cfg)
     lr = p.attention.learning_rate
     if lr is not None and (mode.learnable is None or lr <= 0):
-        from ...attention import MODES
+        from ...attention.mode import all_modes
 
-        learnable = " or ".join(name for name, m in MODES.items() if m.learnable)
+        learnable = " or ".join(name for name, m in all_modes().items() if m.learnable)
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "
                     f"mode: {learnable} (got {lr!r} with mode: {p.attention.mode})")
@@ -183,13 +183,15 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
 def _attention_mode(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> Any:
     """The registered mode of ``attention.mode``, its options checked by the mode itself."""
-    from ...attention import MODES, PriorAttentionConfigError  # the registry (imports torch)
+    from ...attention import PriorAttentionConfigError
+    from ...attention.mode import all_modes, find_mode  # the registry, plug-ins' modes included (imports torch)
 
     loc, src = cfg.locations, cfg.source
-    mode = MODES.get(p.attention.mode)
+    mode = find_mode(p.attention.mode)
     if mode is None:
         raise _fail(path + ("attention", "mode"), loc, src,
-                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(MODES)}")
+                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(all_modes())} "
+                    "(a plug-in adds modes through register_attention_modes)")
     try:
         mode.settle(p.attention.options)
     except PriorAttentionConfigError as exc:
