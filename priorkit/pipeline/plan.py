@@ -71,6 +71,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("train", None)
     if d.get("features") is None:  # absent before token features existed: old keys hold
         d.pop("features", None)
+    if not d.get("channels"):  # absent before the channels: old keys hold
+        d.pop("channels", None)
     # the defaults of fields added later are left out, so older runs' keys hold
     for field, default in (("within", "all"), ("stop_words", None), ("stop_value", 0.0)):
         if d.get(field) == default:

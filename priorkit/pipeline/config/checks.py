@@ -156,7 +156,7 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         except PriorSpecError as exc:
             raise _fail(path + (exc.field,), loc, src, str(exc)) from None
     _check_provider_params(p, path, cfg)
-    from ...features.pipeline import config_problems
+    from ...features.checks import config_problems
 
     for field, msg in config_problems(p, cfg.task.type)[:1]:
         raise _fail(path + field, loc, src, msg)

@@ -109,6 +109,9 @@ class PriorConfig(PriorSpec):
     #: token features from the provider's concept matches (token classification only;
     #: docs/features.md); null: none.
     features: FeatureConfig | None = None
+    #: more channels (docs/channels.md): channel name -> its own settings, for channels
+    #: registered with ``priorkit.channels.register_channel``.
+    channels: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)
