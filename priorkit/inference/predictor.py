@@ -154,13 +154,13 @@ class Predictor:
     ``text_a``/``text_b`` or ``words`` work too.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, channels: Sequence[Any], *, task_type: str,
+    def __init__(self, model: Any, tokenizer: Any, channels: Sequence[Any] | None, *, task_type: str,
                  labels: list | None, label_scale: float, inputs: str, max_length: int, info: dict, folder: Path,
                  device: str | None = None) -> None:
         import torch
 
         self.model, self.tokenizer = model, tokenizer
-        self.channels = list(channels)  # restored and attached (docs/channels.md)
+        self.channels = list(channels or ())  # restored and attached (docs/channels.md)
         self.task_type, self.labels, self.label_scale = task_type, labels, label_scale
         self.inputs, self.max_length, self.info, self.folder = inputs, max_length, info, folder
         self.device = torch.device(device) if device else next(model.parameters()).device
