@@ -49,6 +49,21 @@ def register_attention_modes(register: Callable[[type], None]) -> None:
 
 
 @hookspec
+def register_channels(register: Callable[[type], None]) -> None:
+    """Add channels: ways knowledge enters a model besides prior attention and token
+    features (docs/channels.md).
+
+    :param register: call ``register(ChannelClass)`` once per channel, with a subclass of
+        :class:`priorkit.channels.Channel` that has a ``name``.  A pipeline's
+        ``prior.channels.<name>`` section then asks for it under ``priorkit run``, and
+        ``priorkit predict`` / ``priorkit.load_model`` restore it from a model folder.
+
+    Called once per plug-in when the plug-in manager starts; two plug-ins registering the
+    same name is an error.
+    """
+
+
+@hookspec
 def register_commands(cli) -> None:
     """Add sub-commands to the ``priorkit`` command line.
 

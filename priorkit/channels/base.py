@@ -152,8 +152,30 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
     return cls
 
 
+def load_plugin_channels() -> None:
+    """Register the channels the plug-ins offer through ``register_channels``."""
+    from ..plugins import get_plugin_manager
+
+    for cls in get_plugin_manager().channel_classes.values():
+        if CHANNELS.get(cls.name) is not cls:
+            register_channel(cls)
+
+
+def unknown_channels(prior: Any) -> list[str]:
+    """The names in a prior setting's ``channels`` section that no channel answers to."""
+    names = list((getattr(prior, "channels", None) or {}))
+    if any(n not in CHANNELS for n in names):
+        load_plugin_channels()
+    return [n for n in names if n not in CHANNELS or n in ("attention", "features")]
+
+
 def channels_for(prior: Any, context: Context) -> list[Channel]:
     """The channels a prior setting asks for, in registry order."""
+    unknown = unknown_channels(prior)
+    if unknown:
+        raise PriorkitError(f"prior.channels names {unknown}, which are not registered channels (known: "
+                            f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}; "
+                            "attention and features have sections of their own)")
     out = []
     for cls in CHANNELS.values():
         channel = cls.from_setting(prior, context)
@@ -164,11 +186,14 @@ def channels_for(prior: Any, context: Context) -> list[Channel]:
 
 def restore_channels(descriptions: Mapping[str, Any], context: Context, where: Any = "") -> list[Channel]:
     """The channels priorkit.json's ``channels`` names, in registry order (not attached)."""
+    if any(n not in CHANNELS for n in descriptions):
+        load_plugin_channels()
     unknown = [n for n in descriptions if n not in CHANNELS]
     if unknown:
         raise PriorkitError(f"{where}: the model uses the channel(s) {unknown}, which are not registered "
                             f"(known: {', '.join(CHANNELS)}); import the module that registers them "
-                            "(priorkit.channels.register_channel) before loading the model")
+                            "(priorkit.channels.register_channel) before loading the model, or load its plug-in "
+                            "(--plugins-dir)")
     return [CHANNELS[n].restore(descriptions[n], context) for n in CHANNELS if n in descriptions]
 
 

@@ -31,12 +31,12 @@ def plugins_command(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="priorkit plug-ins")
-    for col in ("name", "version", "source", "hooks", "providers", "attention modes"):
+    for col in ("name", "version", "source", "hooks", "providers", "modes, channels"):
         table.add_column(col)
     for p in infos:
         if p.error is None:
             table.add_row(p.name, p.version or "-", p.source, ", ".join(p.hooks), ", ".join(p.providers),
-                          ", ".join(p.modes))
+                          ", ".join(p.modes + p.channels))
         else:
             table.add_row(p.name, p.version or "-", p.source, "[red]broken[/red]", escape(p.error), "")
     Console().print(table)

@@ -160,6 +160,14 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
     for field, msg in config_problems(p, cfg.task.type)[:1]:
         raise _fail(path + field, loc, src, msg)
+    if p.channels:
+        from ...channels.base import CHANNELS, unknown_channels
+
+        for name in unknown_channels(p)[:1]:
+            raise _fail(path + ("channels", name), loc, src, f"is not a registered channel (known: "
+                        f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}); a "
+                        "channel comes from your code (priorkit.channels.register_channel) or a plug-in "
+                        "(register_channels); attention and features have sections of their own")
     layers = p.attention.layers if p.attention is not None else "all"
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
