@@ -256,15 +256,9 @@ class TrainedModel:
 
 
 def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedModel:
-    """Reload a run's ``model/`` folder (or the run folder) with its prior settings.
-
-    The attention settings come back from ``config.priorkit`` (and trained gates
-    from the weights); the prior builder is rebuilt from ``priorkit-run.json``.
-    """
-    from transformers import AutoTokenizer
-
-    from ..align import load_tokenizer
-
+    """Reload a run's ``model/`` folder (or the run folder): :func:`priorkit.load_model` (the
+    model with every channel restored) plus the pipeline's metadata from ``priorkit-run.json``
+    (the config, the prior setting, the task and its labels)."""
     model_dir = Path(model_dir)
     if (model_dir / MODEL_DIR / MODEL_META).exists():
         model_dir = model_dir / MODEL_DIR
@@ -287,20 +281,14 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     task.labels = meta.get("labels")
     if task.labels is not None:
         task._index = {n: i for i, n in enumerate(task.labels)}
-    tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
-    model = task.load_model(str(model_dir))
-    from ..channels import Context, restore_channels
-    from ..inference.folder import read_info
+    from ..inference import load_model
 
-    info = read_info(model_dir) or {}
-    channels = restore_channels(info.get("channels") or {}, Context(
-        tokenizer, cfg.model.max_length, folder=model_dir, prior=info.get("prior"), use_cache=False),
-        where=model_dir)
-    for channel in channels:
-        channel.attach(model)  # the attention settings from config.json, the gates from the weights
-        channel.load_state(model, model_dir)
-    att = next((c for c in channels if c.name == "attention"), None)
-    if att is not None:  # the pipeline's own builder: the run's cache as the pipeline reads it
+    # the model and its channels exactly as priorkit.load_model restores them (one loader);
+    # the prior builder then reads the run's cache as the pipeline does
+    loaded = load_model(model_dir, use_cache=False, max_length=cfg.model.max_length)
+    model, tokenizer, channels = loaded.model, loaded.tokenizer, loaded.channels
+    att = loaded.channel("attention")
+    if att is not None and att.builder is not None:
         att.builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
     return TrainedModel(model, tokenizer, task, cfg, prior, meta, channels)
 
