@@ -23,6 +23,7 @@ CACHE_TIMEOUT = 3.0
 @register_channel
 class AttentionChannel(Channel):
     name = "attention"
+    batch_keys = ("prior",)
 
     def __init__(self, builder: Any, settings: Mapping[str, Any] | None, learning_rate: float | None = None) -> None:
         #: the PriorBuilder (None: a restored model whose priors are passed by hand)

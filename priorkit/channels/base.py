@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
+from ..batch_keys import own
 from ..errors import PriorkitError
 
 
@@ -55,6 +56,9 @@ class Channel:
 
     #: the channel's key in priorkit.json's ``channels`` and its section of a prior setting
     name: ClassVar[str] = ""
+    #: the keywords its batch tensors go to the model under; a model without the channel
+    #: attached refuses them instead of ignoring them (priorkit/attention/guard.py)
+    batch_keys: ClassVar[tuple[str, ...]] = ()
 
     # ---- making it -----------------------------------------------------------------
     @classmethod
@@ -149,6 +153,7 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
     if known is not None and known.__qualname__ != cls.__qualname__:
         raise PriorkitError(f"channel {cls.name!r} is registered already ({known.__module__})")
     CHANNELS[cls.name] = cls
+    own(cls.batch_keys, cls.name)
     return cls
 
 

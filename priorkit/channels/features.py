@@ -24,6 +24,7 @@ LEGACY_WEIGHTS = "priorkit-features.safetensors"
 @register_channel
 class FeatureChannel(Channel):
     name = "features"
+    batch_keys = ("token_features", "token_concepts")
 
     def __init__(self, builder: Any) -> None:
         #: the :class:`~priorkit.features.FeatureBuilder`
