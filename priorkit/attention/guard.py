@@ -53,13 +53,13 @@ def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(module, query, key, value, attention_mask, *args, prior=None, **kwargs):
         if prior is not None:
             raise PriorNotEnabledError(message(module))
-        for key, channel in OWNED.items():  # an attached channel takes its keywords out first
-            if key != "prior" and kwargs.get(key) is not None:
+        for keyword, channel in OWNED.items():  # an attached channel takes its keywords out first
+            if keyword != "prior" and kwargs.get(keyword) is not None:
                 raise PriorNotEnabledError(
-                    f"model(..., {key}=...) on a model without the {channel} channel: it would be ignored. "
+                    f"model(..., {keyword}=...) on a model without the {channel} channel: it would be ignored. "
                     f"Attach the channel first (channel.attach(model); for token features "
                     "priorkit.features.attach_features), or load the model with priorkit.load_model, or "
-                    f"leave {key} out of the batch")
+                    f"leave {keyword} out of the batch")
         return base(module, query, key, value, attention_mask, *args, **kwargs)
 
     setattr(guarded, _WRAPPED, base)
