@@ -1,4 +1,5 @@
-"""A data collator that adds the token-aligned prior to every batch.
+"""The one data collator: it tokenises a batch once and asks each channel for its tensors
+(the token-aligned ``prior``, the token features, ...; docs/channels.md).
 
 Works with the Hugging Face ``Trainer`` (pass ``remove_unused_columns=False``
 in ``TrainingArguments`` so the raw text reaches the collator).  Examples are
@@ -27,6 +28,10 @@ class PriorCollator:
     :param builder: a :class:`PriorBuilder`; ``None`` gives a plain collator
         (same tokenisation, no ``prior``) -- the no-prior baseline.
     :param label_key: name of the label field in the examples.
+    :param channels: :class:`priorkit.channels.Channel` objects asked in turn for their
+        tensors of the batch (``batch_tensors(examples, encoding)``, from this one
+        tokenisation); the one whose ``encoder()`` tokenises (the attention prior's builder)
+        stands in for ``builder`` when that is not given.
     :param store: keep every example's token-aligned prior so later epochs assemble the
         batch without tokenising or aligning (:class:`priorkit.aligned_store.AlignedStore`):
         an ``AlignedStore``, a folder for one (shards written there, shared across runs and
@@ -36,7 +41,11 @@ class PriorCollator:
 
     def __init__(self, tokenizer: Any, builder: PriorBuilder | None = None, *,
                  label_key: str | None = None, pad_value: float = 0.0, store: Any = None,
-                 **tokenizer_kwargs: Any) -> None:
+                 channels: Sequence[Any] = (), **tokenizer_kwargs: Any) -> None:
+        if builder is None and channels:
+            from .channels import encoder_of
+
+            builder = encoder_of(channels)
         if builder is not None and tokenizer is not None and tokenizer is not builder.tokenizer:
             if getattr(tokenizer, "name_or_path", None) != getattr(builder.tokenizer, "name_or_path", None):
                 raise PriorkitError(
@@ -51,6 +60,7 @@ class PriorCollator:
         self.pad_value = pad_value
         self.tokenizer_kwargs = tokenizer_kwargs
         self.store = _make_store(builder, store)
+        self.channels = list(channels)
 
     def close(self) -> None:
         """Write the store's pending examples (no-op without a store)."""
@@ -92,6 +102,8 @@ class PriorCollator:
             batch = self.tokenizer(texts_a, texts_b, is_split_into_words=split, padding=True,
                                    return_tensors="pt", **self.tokenizer_kwargs)
         out = {k: v for k, v in batch.items()}
+        for channel in self.channels:  # the batch's one tokenisation (word_ids) serves them all
+            out.update(channel.batch_tensors(examples, batch))
         labels = self._labels(examples, batch, token_level="words" in first)
         if labels is not None:
             out["labels"] = labels

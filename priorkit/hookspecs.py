@@ -33,6 +33,37 @@ def register_prior_providers(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_attention_modes(register: Callable[[type], None]) -> None:
+    """Add attention modes (how a prior enters an attention layer, docs/attention.md).
+
+    :param register: call ``register(ModeClass)`` once per mode, with a subclass of
+        :class:`priorkit.attention.AttentionMode` that has a ``name``.  The mode is then
+        usable as ``enable_prior_attention(model, mode=name)``, as a pipeline's
+        ``attention: {mode: name}`` under ``priorkit run`` / ``sweep`` / ``tune``, and by
+        ``priorkit predict`` / ``show`` for a model trained with it.
+
+    Called once per plug-in when the plug-in manager starts (the classes are put into
+    the registry of modes when a mode is first looked up); two plug-ins registering the
+    same name is an error.
+    """
+
+
+@hookspec
+def register_channels(register: Callable[[type], None]) -> None:
+    """Add channels: ways knowledge enters a model besides prior attention and token
+    features (docs/channels.md).
+
+    :param register: call ``register(ChannelClass)`` once per channel, with a subclass of
+        :class:`priorkit.channels.Channel` that has a ``name``.  A pipeline's
+        ``prior.channels.<name>`` section then asks for it under ``priorkit run``, and
+        ``priorkit predict`` / ``priorkit.load_model`` restore it from a model folder.
+
+    Called once per plug-in when the plug-in manager starts; two plug-ins registering the
+    same name is an error.
+    """
+
+
+@hookspec
 def register_commands(cli) -> None:
     """Add sub-commands to the ``priorkit`` command line.
 

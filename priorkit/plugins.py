@@ -52,8 +52,20 @@ class PluginInfo:
     source: str
     hooks: list[str]
     providers: list[str] = dataclasses.field(default_factory=list)
+    #: the attention modes and the channels it registers
+    modes: list[str] = dataclasses.field(default_factory=list)
+    channels: list[str] = dataclasses.field(default_factory=list)
     #: why the plug-in is not in use (import error, refused folder, ...); None when it works
     error: str | None = None
+
+
+@dataclasses.dataclass
+class ModeEntry:
+    """A class a plug-in registered (an attention mode or a channel)."""
+
+    name: str
+    mode: type
+    plugin: str
 
 
 @dataclasses.dataclass
@@ -85,11 +97,14 @@ class PriorkitPluginManager:
         self._code: dict[str, str] = {}  # folder plug-in name -> sha256 of its file
         self._conflicts: dict[str, str] = {}  # provider name -> why it cannot be used
         self.providers: dict[str, ProviderEntry] = {}
+        self.modes: dict[str, ModeEntry] = {}
+        self.channels: dict[str, ModeEntry] = {}
         if load_entry_points:
             self._load_entry_points()
         for folder in _plugin_dirs(plugins_dir):
             self._load_folder(folder)
         self._collect_providers()
+        self._collect_modes()
 
     # ---- loading ------------------------------------------------------
     def _broken(self, name: str, version: str | None, source: str, error: str) -> None:
@@ -226,6 +241,65 @@ class PriorkitPluginManager:
                     continue
                 self.providers[name] = entry
                 self._info[plugin_name].providers.append(name)
+
+    # ---- attention modes and channels -------------------------------------
+    def _collect_modes(self) -> None:
+        self.modes = self._collect_classes("register_attention_modes", "attention mode",
+                                           "an AttentionMode subclass with a name", "modes")
+        self.channels = self._collect_classes("register_channels", "channel",
+                                              "a priorkit.channels.Channel subclass with a name", "channels")
+
+    def _collect_classes(self, hook: str, kind: str, wanted: str, field: str) -> dict[str, ModeEntry]:
+        """The classes each plug-in's ``hook`` hands over, by name (torch-free here: the
+        registry they belong to takes them when one is first looked up)."""
+        out: dict[str, ModeEntry] = {}
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            plugin_name = impl.plugin_name
+            added: dict[str, ModeEntry] = {}
+
+            def register(cls: type, _plugin: str = plugin_name, _added: dict = added) -> None:
+                name = getattr(cls, "name", None)
+                if not isinstance(cls, type) or not isinstance(name, str) or not name:
+                    raise PluginError(f"plug-in {_plugin!r} registered {cls!r} as "
+                                      f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}; pass {wanted}")
+                _added[name] = ModeEntry(name, cls, _plugin)
+
+            try:
+                impl.function(register=register)
+            except Exception as exc:  # noqa: BLE001 - the plug-in is listed as broken
+                info = self._info[plugin_name]
+                msg = (str(exc) if isinstance(exc, PluginError) else
+                       f"plug-in {plugin_name!r} failed in {hook}: {type(exc).__name__}: {exc}")
+                self.pm.unregister(name=plugin_name)
+                del self._info[plugin_name]
+                for name in info.providers:  # its providers go with it
+                    self.providers.pop(name, None)
+                for entries in (self.modes, out):
+                    for name in [n for n, e in entries.items() if e.plugin == plugin_name]:
+                        del entries[name]
+                self._broken(plugin_name, info.version, info.source, msg)
+                continue
+            for name, entry in added.items():
+                if name in out:
+                    msg = (f"{kind} {name!r} is registered twice: by plug-in {out[name].plugin!r} "
+                           f"and by {plugin_name!r}; uninstall or rename one of them")
+                    if self.strict:
+                        raise PluginError(msg)
+                    warnings.warn(f"priorkit: {msg}; the first one is used", RuntimeWarning, stacklevel=3)
+                    continue
+                out[name] = entry
+                getattr(self._info[plugin_name], field).append(name)
+        return out
+
+    @property
+    def attention_modes(self) -> dict[str, type]:
+        """Mode name -> the class a plug-in registered."""
+        return {name: e.mode for name, e in self.modes.items()}
+
+    @property
+    def channel_classes(self) -> dict[str, type]:
+        """Channel name -> the class a plug-in registered."""
+        return {name: e.mode for name, e in self.channels.items()}
 
     def broken(self) -> list[PluginInfo]:
         """The plug-ins that could not be used, with their errors."""

@@ -103,14 +103,18 @@ def test_score_mod_is_the_reference_formula():
     gate, lam = torch.tensor([0.0, 0.5, 2.0]), torch.tensor([1.0, -0.3, 0.0])
     b, h = torch.arange(B).view(B, 1, 1, 1), torch.arange(H).view(1, H, 1, 1)
     q, k = torch.arange(L).view(1, 1, L, 1), torch.arange(L).view(1, 1, 1, L)
+    from priorkit.attention.builtin_modes import bias, gate as gate_mode, learned_bias, multiply
+
+    sel = torch.tensor([1.0, 0.0, 1.0])
     cases = [
-        (dict(factor=P, additive=A), score * P + A),
-        (dict(factor=P_heads, factor_heads=gate), score * (1 + gate.view(1, H, 1, 1) * (P_heads - 1))),
-        (dict(log_p=P.log(), log_heads=lam, additive=A), score + lam.view(1, H, 1, 1) * P.log() + A),
-        (dict(additive=P_heads), score + P_heads),
+        (multiply.score_mod(P, None, A), score * P + A),
+        (multiply.score_mod(P_heads, sel), score * (1 + sel.view(1, H, 1, 1) * (P_heads - 1))),
+        (gate_mode.score_mod(P_heads, gate), score * (1 + gate.view(1, H, 1, 1) * (P_heads - 1))),
+        (learned_bias.score_mod(P.log(), lam, A), score + lam.view(1, H, 1, 1) * P.log() + A),
+        (bias.score_mod(P_heads), score + P_heads),
     ]
-    for kwargs, want in cases:
-        got = kernels.make_score_mod(**kwargs)(score, b, h, q, k)
+    for mod, want in cases:
+        got = mod(score, b, h, q, k)
         assert got.shape == want.shape
         torch.testing.assert_close(got, want, atol=0, rtol=0)
 
@@ -165,12 +169,12 @@ def test_memo_is_per_forward_and_never_stale(monkeypatch):
 
 def test_shared_layers_compute_once(monkeypatch):
     """bias@all builds its float mask once per forward, not once per layer."""
-    from priorkit.attention import modes
+    from priorkit.attention.builtin_modes import bias
 
     monkeypatch.delenv(kernels.ENV, raising=False)
     calls = []
-    original = modes.bias_mask
-    monkeypatch.setattr(modes, "bias_mask", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = bias.bias_mask
+    monkeypatch.setattr(bias, "bias_mask", lambda *a, **k: calls.append(1) or original(*a, **k))
     model = enable_prior_attention(bert(), layers="all", mode="bias")
     assert len(attention_modules(model)) == 3
     with torch.no_grad():

@@ -191,7 +191,7 @@ def test_new_modes_bad_options_and_disable():
 
 def test_supervise_grouped_kl_matches_log_softmax_reference():
     """The KL helper on hand-made tensors: A from log_softmax, T from P."""
-    from priorkit.attention.modes import supervision_kl
+    from priorkit.attention.builtin_modes.supervise import supervision_kl
 
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(2, 4, 5, 8, generator=g), torch.randn(2, 4, 5, 8, generator=g)

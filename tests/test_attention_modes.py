@@ -9,7 +9,7 @@ from transformers import AutoModelForSequenceClassification, BertConfig
 
 from priorkit.attention import (MODES, AttentionMode, Call, PriorAttentionConfigError, disable_prior_attention,
                                 enable_prior_attention, prior_parameters, register_mode)
-from priorkit.attention import modes as maths
+from priorkit.attention import maths
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

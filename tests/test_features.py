@@ -310,7 +310,11 @@ def test_feature_dropout_only_in_training():
 
 
 def test_features_restored_bit_for_bit_after_reload(tiny_ner, two_trees, tmp_path, one_torch_thread):
-    from priorkit.features import FeatureBuilder, attach_for, restore_features, save_features
+    """The features channel describes itself, is restored from that description and takes its
+    weights from the model's own model.safetensors (no side file)."""
+    from priorkit.channels import Context
+    from priorkit.channels.features import FeatureChannel
+    from priorkit.features import FeatureBuilder, feature_module
 
     tokenizer = load_tokenizer(str(tiny_ner))
     path = Path(two_trees.params["path"])
@@ -318,25 +322,33 @@ def test_features_restored_bit_for_bit_after_reload(tiny_ner, two_trees, tmp_pat
                            gate="token")
     builder = FeatureBuilder(priorkit.get_provider("ontology", path=str(path), cache=False), config, tokenizer, 32)
     model = _model(tiny_ner)
-    module = attach_for(model, builder)
+    channel = FeatureChannel(builder)
+    channel.attach(model)
     torch.manual_seed(1)
     with torch.no_grad():
-        for p in module.parameters():
+        for p in feature_module(model).parameters():
             p.normal_()
     model.eval()
     batch = builder.encode([["Cocaine", "and", "heparin", "toxicity"], ["a", "seizure", "."]])
     with torch.no_grad():
         want = model(**batch).logits
     model.save_pretrained(tmp_path)
-    assert save_features(model, builder, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if "features" in p.name) == []  # one copy: model.safetensors
+    description = json.loads(json.dumps(channel.describe()))  # as priorkit.json keeps it
     again = _model(tmp_path).eval()
-    restored = restore_features(again, tmp_path, tokenizer, 32)
-    assert restored.groups == builder.groups and restored.config.concept_buckets == 8
-    batch2 = restored.encode([["Cocaine", "and", "heparin", "toxicity"], ["a", "seizure", "."]])
+    assert feature_module(again) is None  # a plain from_pretrained drops them
+    restored = FeatureChannel.restore(description, Context(tokenizer, 32, folder=tmp_path))
+    restored.attach(again)
+    restored.load_state(again, tmp_path)
+    assert restored.builder.groups == builder.groups and restored.builder.config.concept_buckets == 8
+    batch2 = restored.builder.encode([["Cocaine", "and", "heparin", "toxicity"], ["a", "seizure", "."]])
     assert all(torch.equal(batch[k], batch2[k]) for k in batch)
     with torch.no_grad():
-        assert torch.equal(again(**batch2).logits, want)
-    assert restore_features(_model(tiny_ner), tiny_ner) is None  # a folder without features
+        assert torch.equal(again.eval()(**batch2).logits, want)
+    fresh = _model(tiny_ner)  # a folder without the features' weights says so
+    FeatureChannel.restore(description, Context(tokenizer, 32)).attach(fresh)
+    with pytest.raises(priorkit.PriorkitError, match="weights of the features channel"):
+        FeatureChannel(builder).load_state(fresh, tiny_ner)
 
 
 # ---- the pipeline -----------------------------------------------------------------
@@ -481,9 +493,10 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
     result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
     assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
     folder = result.plan.run_dir / "model"
-    assert (folder / "priorkit-features.json").exists() and (folder / "priorkit-features.safetensors").exists()
-    prior = json.loads((folder / "priorkit.json").read_text())["prior"]  # token features, no attention
-    assert prior["attention"] is None and prior["features"]["groups"] == ["mesh:C", "mesh:D"]
+    assert not any("features" in p.name for p in folder.iterdir())  # no side files: one manifest
+    info = json.loads((folder / "priorkit.json").read_text())  # token features, no attention
+    assert info["format"] == 3 and list(info["channels"]) == ["features"]
+    assert info["channels"]["features"]["config"]["groups"] == ["mesh:C", "mesh:D"]
     card = (folder / "README.md").read_text()
     assert "in its attention" not in card and "token features from the ontology provider" in card
     trained = load_trained(result.plan.run_dir)
@@ -500,21 +513,39 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
     assert len(records[0]["tags"]) == len(examples[0]["words"])
 
 
-def test_feature_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer):
+def test_one_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer):
+    """One tokenisation per batch (the prior builder's, or the aligned store's in later epochs)
+    serves the features channel too: its tensors equal the feature builder's own encoding."""
     from priorkit import PriorBuilder, PriorCollator
-    from priorkit.features import FeatureBuilder, FeatureCollator
+    from priorkit.channels.features import FeatureChannel
+    from priorkit.features import FeatureBuilder
 
     prior = PriorBuilder(minilm_tokenizer, two_trees, layout="full", truncation=True, max_length=16)
     features = FeatureBuilder(two_trees, FeatureConfig(), minilm_tokenizer, max_length=16)
     examples = [{"words": ["Heparin", "and", "cocaine"], "labels": [1, 0, 1]},
                 {"words": ["a", "seizure", "in", "rats", "with", "heparin", "toxicity", "after", "cocaine",
                            "use", "for", "many", "weeks", "in", "the", "spring"], "labels": [0] * 16}]
-    collate = FeatureCollator(PriorCollator(minilm_tokenizer, prior, store=True, truncation=True,
-                                            max_length=16), features)
-    for _ in range(2):  # the second epoch assembles the prior from the store
-        batch = collate(examples)
+    collate = PriorCollator(minilm_tokenizer, prior, store=True, truncation=True, max_length=16,
+                            channels=[FeatureChannel(features)])
+    calls = []
+    original = minilm_tokenizer.__class__.__call__
+
+    def counting(self, *a, **k):
+        calls.append(1)
+        return original(self, *a, **k)
+
+    for epoch in range(2):  # the second epoch assembles the prior from the store
+        minilm_tokenizer.__class__.__call__ = counting
+        try:
+            batch = collate(examples)
+        finally:
+            minilm_tokenizer.__class__.__call__ = original
+        assert len(calls) == (1 if epoch == 0 else 0)  # one tokenisation, then none
+        calls.clear()
         want = features.encode([e["words"] for e in examples])
         assert batch["prior"].shape[1] == batch["input_ids"].shape[1] == 16
         assert torch.equal(batch["token_features"], want["token_features"])
         assert batch["token_features"][1].sum() > 0 and batch["labels"].shape == batch["input_ids"].shape
-    assert collate.tokenizer is minilm_tokenizer  # the Trainer reads the inner collator's attributes
+    plain = PriorCollator(minilm_tokenizer, None, truncation=True, max_length=16,
+                          channels=[FeatureChannel(features)])(examples)  # features only: plain tokenisation
+    assert torch.equal(plain["token_features"], want["token_features"]) and "prior" not in plain

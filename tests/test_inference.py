@@ -107,13 +107,13 @@ def test_model_folder_carries_the_prior_and_a_model_card(sts_run):
     wn = priorkit.get_provider("wordnet", measure="xia2021")
     assert (prior["provider"], prior["params"], prior["fingerprint"]) == ("wordnet", {"measure": "xia2021"},
                                                                        wn.fingerprint)
-    assert info["format"] == 2
+    assert info["format"] == 3 and list(info["channels"]) == ["attention"]
     assert prior["spec"] == {"provider": "wordnet", "params": {}, "preset": "paper", "layout": "full", "keys": "strip",
                              "neutral": 1.0, "stop_words": None, "stop_value": 0.0}  # as the pipeline wrote it
     built = PriorSpec.from_dict(prior["spec"]).resolved()
     assert (built.layout, built.keys, built.neutral) == ("paper", "paper", 1.0)
-    assert prior["attention"]["mode"] == "gate" and prior["attention"]["layers"] == [0]
-    assert prior["attention"]["options"] == {"init": 0.5}
+    attention = info["channels"]["attention"]  # as the live channel applied it
+    assert attention == {"layers": [0], "mode": "gate", "heads": None, "options": {"init": 0.5}}
     assert Path(prior["cache"]).exists()
     metrics = json.loads((sts_run / "metrics.json").read_text())["metrics"]
     assert info["scores"]["eval"]["spearman"] == metrics["eval"]["spearman"]

@@ -210,7 +210,7 @@ def test_fraction_subsets_are_nested_and_seeded():
 
 
 def test_regression_metrics_match_independent_formulas():
-    from priorkit.pipeline.tasks import regression_metrics
+    from priorkit.metrics import regression_metrics
 
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 200)
@@ -226,7 +226,7 @@ def test_regression_metrics_match_independent_formulas():
 @pytest.mark.parametrize("n_labels", [2, 3])
 def test_classification_f1_fallback_matches_sklearn(n_labels):
     sklearn = pytest.importorskip("sklearn.metrics")
-    from priorkit.pipeline.tasks import classification_metrics, f1_binary_or_macro
+    from priorkit.metrics import classification_metrics, f1_binary_or_macro
 
     rng = np.random.default_rng(n_labels)
     gold = rng.integers(0, n_labels, 300)
@@ -334,7 +334,7 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     from transformers import AutoModelForSequenceClassification
 
     from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.tasks import regression_metrics
+    from priorkit.metrics import regression_metrics
     from priorkit.pipeline.train import load_trained
 
     raw = stsb_config(tmp_path, tiny_model)

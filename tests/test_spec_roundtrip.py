@@ -77,7 +77,8 @@ def write_info(folder: Path, spec: PriorSpec) -> None:
     meta = {"task": {"type": "regression", "label_scale": 1.0, "metric": "spearman"}, "labels": None,
             "prior": setting, "cache": None, "max_length": MAX_LENGTH, "config": {}}
     attention = {"layers": [0], "mode": "multiply"}  # as config.json's priorkit section records it
-    info = mf.describe_run(meta, attention, "pairs" if spec.resolved().layout == "paper" else "any", command="test")
+    info = mf.describe_run(meta, {"attention": attention}, "pairs" if spec.resolved().layout == "paper" else "any",
+                           command="test")
     (folder / mf.PRIORKIT_JSON).write_text(json.dumps(info))
 
 

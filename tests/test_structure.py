@@ -121,6 +121,47 @@ def test_the_cycle_finder_sees_a_function_level_circle(tmp_path):
     assert _resolve("priorkit.a", False, node) == "priorkit.b"
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to at the top level: ``priorkit.pipeline.config.schema`` ->
+    ``priorkit.pipeline``; a top-level module (``priorkit.collator``) is its own node."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed to top-level packages (an edge to an enclosing package, the
+    ``from .. import x`` case, is left out as in :func:`find_cycles`)."""
+    out: dict[str, set[str]] = {package_of(m): set() for m in graph}
+    for m, targets in graph.items():
+        a = package_of(m)
+        for t in targets:
+            b = package_of(t)
+            if b != a and not _is_parent(t, m) and not _is_parent(b, m):
+                out[a].add(b)
+    return out
+
+
+def test_no_import_circles_between_packages():
+    """Packages do not import each other either (priorkit.features -> priorkit.pipeline ->
+    priorkit.features would be one, even with no module circle)."""
+    graph = import_graph()
+    cycles = find_cycles(package_graph(graph))
+    detail = []
+    for c in cycles:
+        members = set(c)
+        detail += [f"  {m} -> {t}" for m, ts in sorted(graph.items()) for t in sorted(ts)
+                   if package_of(m) in members and package_of(t) in members and package_of(t) != package_of(m)
+                   and not _is_parent(t, m)]
+    assert cycles == [], "packages importing each other:\n" + "\n".join(
+        " <-> ".join(c) for c in cycles) + "\nthrough:\n" + "\n".join(detail)
+
+
+def test_the_package_graph_sees_a_circle_made_of_two_acyclic_module_paths():
+    graph = {"priorkit.features.baseline": {"priorkit.pipeline.tasks"}, "priorkit.pipeline.tasks": set(),
+             "priorkit.pipeline.train": {"priorkit.features.model"}, "priorkit.features.model": set()}
+    assert find_cycles(graph) == []
+    assert find_cycles(package_graph(graph)) == [["priorkit.features", "priorkit.pipeline"]]
+
+
 def test_inference_does_not_import_the_pipeline():
     graph = import_graph()
     bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("priorkit.inference")

@@ -6,7 +6,7 @@
     disable_prior_attention(model)                                 # exactly the stock model again
 
 Modules: ``mode`` (a mode as an object, the registry of modes; ``builtin_modes/``: one file
-per built-in mode), ``modes`` (the maths), ``dispatch`` (what is registered in transformers'
+per built-in mode, each with all its maths), ``maths`` (what the modes share), ``dispatch`` (what is registered in transformers'
 AttentionInterface / AttentionMaskInterface), ``kernels`` (SDPA / FlexAttention / eager,
 ``PRIORKIT_ATTENTION_KERNEL``), ``shared`` (tensors computed once per forward pass),
 ``architectures`` (supported encoders), ``checkpoint`` (gates after from_pretrained),

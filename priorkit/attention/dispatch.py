@@ -29,7 +29,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from . import builtin_modes, modes  # noqa: F401 - builtin_modes: importing it registers the built-in modes
+from . import builtin_modes, maths  # noqa: F401 - builtin_modes: importing it registers the built-in modes
 from .architectures import BASE_IMPLEMENTATIONS
 from .errors import UnsupportedModelError
 from .mode import Call, get_mode
@@ -63,7 +63,7 @@ class LayerPrior:
         scaling = kwargs.get("scaling")
         if scaling is None:
             scaling = query.shape[-1] ** -0.5
-        call = Call(module, base, query, key, value, mask, prior, modes.prior_as_4d(prior, query, key), kwargs,
+        call = Call(module, base, query, key, value, mask, prior, maths.prior_as_4d(prior, query, key), kwargs,
                     scaling)
         return get_mode(self.mode).attend(self, call)
 

@@ -9,7 +9,8 @@ nothing.  :func:`install` wraps the ``sdpa`` entry of transformers'
 in a check for ``prior``; priorkit's own dispatcher takes ``prior`` out before it
 calls ``sdpa``, so enabled models never reach the check with it.  Models loaded
 with ``attn_implementation="eager"`` call the model file's function directly and
-are not covered.  Installed when :mod:`priorkit.attention` is imported (and when
+are not covered.  The keywords of the other channels (``token_features``, ...; see
+:mod:`priorkit.batch_keys`) are refused the same way.  Installed when :mod:`priorkit.attention` is imported (and when
 ``priorkit.PriorBuilder`` / ``priorkit.PriorCollator`` are first used).
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable
 
 from transformers import AttentionInterface
 
+from ..batch_keys import OWNED
 from .errors import PriorAttentionConfigError
 
 GUARDED = ("sdpa",)
@@ -51,11 +53,13 @@ def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(module, query, key, value, attention_mask, *args, prior=None, **kwargs):
         if prior is not None:
             raise PriorNotEnabledError(message(module))
-        if kwargs.get("token_features") is not None:  # priorkit.features takes it out when attached
-            raise PriorNotEnabledError(
-                "model(..., token_features=F) on a model without token features: they would be "
-                "ignored. Call priorkit.features.attach_features(model, ...) first (or load the "
-                "model with priorkit.load_model), or leave token_features out of the batch")
+        for keyword, channel in OWNED.items():  # an attached channel takes its keywords out first
+            if keyword != "prior" and kwargs.get(keyword) is not None:
+                raise PriorNotEnabledError(
+                    f"model(..., {keyword}=...) on a model without the {channel} channel: it would be ignored. "
+                    f"Attach the channel first (channel.attach(model); for token features "
+                    "priorkit.features.attach_features), or load the model with priorkit.load_model, or "
+                    f"leave {keyword} out of the batch")
         return base(module, query, key, value, attention_mask, *args, **kwargs)
 
     setattr(guarded, _WRAPPED, base)

@@ -6,8 +6,8 @@
 * ``sdpa``: ``bias`` / ``learned_bias`` hand one fused float mask (padding + prior) to the
   model's own kernel; ``multiply`` / ``gate`` run priorkit's eager maths with the scaling,
   the prior and the padding mask fused into one ``addcmul`` pass;
-* ``flex``: ``torch.nn.attention.flex_attention`` with a ``score_mod`` that applies the
-  prior (and the padding mask) inside the kernel, so no (B, H, L, L) tensor is built
+* ``flex``: ``torch.nn.attention.flex_attention`` with a ``score_mod`` (each mode's file
+  writes its own) that applies the prior (and the padding mask) inside the kernel, so no (B, H, L, L) tensor is built
   outside it.  Compiled on CUDA; on other devices it runs unfused (PyTorch's reference
   implementation), which is only useful to check values;
 * ``eager``: every mode through priorkit's eager maths, ``softmax(raw * m + a)``: the
@@ -72,40 +72,15 @@ def choose(query: Tensor, training: bool, dropout: float) -> str:
     return "sdpa"
 
 
-def make_score_mod(
-    factor: Tensor | None = None,
-    factor_heads: Tensor | None = None,
-    log_p: Tensor | None = None,
-    log_heads: Tensor | None = None,
-    additive: Tensor | None = None,
-) -> Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]:
-    """A FlexAttention ``score_mod``: ``score * F + lam_h * LP + A`` cell by cell.
-
-    ``score`` is already ``s * q.k``.  All tensors are (B, 1|H, L, L) except the per-head
-    vectors (H,):
-
-    * ``F = factor[b, h, q, k]`` (multiply), or ``1 + factor_heads[h] * (factor - 1)``
-      (gate; multiply restricted to some heads uses a 0/1 vector);
-    * ``lam_h * LP = log_heads[h] * log_p[b, h, q, k]`` (learned_bias);
-    * ``A = additive[b, h, q, k]``: the padding mask, or bias mode's fused float mask.
-    """
-    fh = factor is not None and factor.shape[1] > 1
-    lh = log_p is not None and log_p.shape[1] > 1
-    ah = additive is not None and additive.shape[1] > 1
-
-    def score_mod(score: Tensor, b: Tensor, h: Tensor, q: Tensor, k: Tensor) -> Tensor:
-        if factor is not None:
-            p = factor[b, h, q, k] if fh else factor[b, 0, q, k]
-            if factor_heads is not None:
-                p = 1 + factor_heads[h] * (p - 1)
-            score = score * p
-        if log_p is not None:
-            score = score + log_heads[h] * (log_p[b, h, q, k] if lh else log_p[b, 0, q, k])
-        if additive is not None:
-            score = score + (additive[b, h, q, k] if ah else additive[b, 0, q, k])
-        return score
-
-    return score_mod
+def cells(t: Tensor | None) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] | None:
+    """``(b, h, q, k) -> t[b, h, q, k]`` for a (B, 1|H, L, L) tensor, broadcast over heads when
+    it has one; None for None.  The building block of the modes' FlexAttention ``score_mod``
+    functions (each mode's file has its own)."""
+    if t is None:
+        return None
+    if t.shape[1] > 1:
+        return lambda b, h, q, k: t[b, h, q, k]
+    return lambda b, h, q, k: t[b, 0, q, k]
 
 
 @functools.cache

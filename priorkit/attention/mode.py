@@ -4,15 +4,18 @@ A mode says how a prior P enters one attention layer.  Its class holds
 
 * ``name`` and ``options`` (option name -> default; every option is a finite number);
 * ``learnable``: the name of its one learnable per-head parameter on the attention
-  module (initialised from ``options["init"]``), or None;
+  module (initialised from ``options["init"]``), or None; ``learnable_label`` what
+  ``priorkit show`` calls its values (``gate``, ``strength``);
 * :meth:`AttentionMode.check_options`: its rules beyond "a finite number";
 * :meth:`AttentionMode.attend`: its maths, given a :class:`Call`.
 
 :data:`MODES` is read by ``enable_prior_attention`` (settings, parameters), the
 dispatcher (which mode runs) and the pipeline's checks (``attention.mode``,
 ``attention.options``).  A new mode is one file: a subclass and
-``register_mode(MyMode)`` (docs/attention.md, "Your own mode").  The built-in
-ones are in :mod:`priorkit.attention.builtin_modes`.
+``register_mode(MyMode)`` (docs/attention.md, "Your own mode"); a plug-in registers
+it through the ``register_attention_modes`` hook, so the command line finds it too
+(:func:`get_mode` and :func:`all_modes` load the plug-ins' modes on first need).
+The built-in ones are in :mod:`priorkit.attention.builtin_modes`.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from . import kernels, shared
-from .modes import eager_attention
+from .maths import eager_attention
 from .errors import PriorAttentionConfigError
 
 #: attribute holding the last training forward's auxiliary loss of a layer (``supervise``)
@@ -89,6 +92,13 @@ class AttentionMode:
     options: ClassVar[dict[str, float]] = {}
     #: a learnable per-head parameter on the attention module (initialised from option ``init``)
     learnable: ClassVar[str | None] = None
+    #: what ``priorkit show`` calls the learnable parameter's values (default: ``learnable``)
+    learnable_label: ClassVar[str | None] = None
+
+    @classmethod
+    def label(cls) -> str | None:
+        """The learnable parameter's name for people (``gate``, ``strength``); None without one."""
+        return cls.learnable_label or cls.learnable
 
     def check_options(self, options: dict[str, float]) -> None:
         """Raise :class:`PriorAttentionConfigError` for option values the maths cannot take."""
@@ -135,11 +145,37 @@ def register_mode(cls: type[AttentionMode]) -> type[AttentionMode]:
     return cls
 
 
+def load_plugin_modes() -> None:
+    """Register the modes the plug-ins offer through ``register_attention_modes`` (the
+    plug-in manager collects them; importing a plug-in file does not reach this registry
+    on its own).  Cheap after the first call: the manager is built once per environment."""
+    from ..plugins import get_plugin_manager
+
+    for cls in get_plugin_manager().attention_modes.values():
+        if MODES.get(cls.name) is None or type(MODES[cls.name]) is not cls:
+            register_mode(cls)
+
+
+def find_mode(name: Any) -> AttentionMode | None:
+    """The registered mode ``name`` (the plug-ins' modes included), or None."""
+    if not isinstance(name, str):
+        return None
+    if name not in MODES:
+        load_plugin_modes()
+    return MODES.get(name)
+
+
 def get_mode(name: Any) -> AttentionMode:
-    mode = MODES.get(name) if isinstance(name, str) else None
+    mode = find_mode(name)
     if mode is None:
         raise PriorAttentionConfigError(f"mode={name!r} is not one of {sorted(MODES)}.")
     return mode
+
+
+def all_modes() -> dict[str, AttentionMode]:
+    """Every mode, built-in and from plug-ins (name -> mode)."""
+    load_plugin_modes()
+    return dict(MODES)
 
 
 def learnable_names() -> tuple[str, ...]:
@@ -147,4 +183,5 @@ def learnable_names() -> tuple[str, ...]:
     return tuple(sorted({m.learnable for m in MODES.values() if m.learnable}))
 
 
-__all__ = ["AttentionMode", "Call", "MODES", "register_mode", "get_mode", "learnable_names", "SUPERVISION_ATTR"]
+__all__ = ["AttentionMode", "Call", "MODES", "register_mode", "get_mode", "find_mode", "all_modes",
+           "load_plugin_modes", "learnable_names", "SUPERVISION_ATTR"]

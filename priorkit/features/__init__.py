@@ -1,6 +1,7 @@
 """Knowledge as token features: a provider's concept matches as B/I tags per group (and
 optionally hashed concept ids), added to the input embeddings through a
-zero-initialised, gated projection (docs/features.md).
+zero-initialised, gated projection (docs/features.md).  The features channel
+(priorkit/channels/features.py) puts them into batches, models and model folders.
 
 Names load on first use (PEP 562), so ``FeatureConfig`` (plain data, used by the
 pipeline schema) comes without torch.
@@ -14,10 +15,8 @@ from .config import FeatureConfig
 
 _LAZY = {
     "FeatureBuilder": "builder", "concept_bucket": "builder", "check_provider": "builder",
-    "FeatureCollator": "collate",
-    "attach_for": "folder", "read_config": "folder", "restore_features": "folder", "save_features": "folder",
-    "TokenFeatureInput": "model", "attach_features": "model", "detach_features": "model",
-    "feature_module": "model", "feature_param_group": "model", "feature_parameters": "model",
+    "TokenFeatureInput": "model", "attach_features": "model", "attach_for": "model", "detach_features": "model",
+    "feature_module": "model", "feature_parameters": "model",
     "dictionary_scores": "baseline", "group_entities": "baseline",
 }
 

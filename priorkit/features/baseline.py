@@ -21,7 +21,7 @@ def dictionary_scores(provider: PriorProvider | None, examples: Sequence[Mapping
     or of ``matches`` already made (one list per example, e.g. a document-level matcher's)."""
     from seqeval.metrics import classification_report
 
-    from ..pipeline.tasks import ner_metrics
+    from ..metrics import ner_metrics
 
     y_true, y_pred = [], []
     for i, e in enumerate(examples):

@@ -106,6 +106,13 @@ def attach_features(model: nn.Module, n_features: int, *, concept_buckets: int =
     return module
 
 
+def attach_for(model: nn.Module, builder: Any) -> TokenFeatureInput:
+    """Attach the feature input ``builder``'s config describes to ``model``."""
+    s = builder.config
+    return attach_features(model, builder.n_features, concept_buckets=s.concept_buckets, dropout=s.dropout,
+                           gate=s.gate, gate_init=s.gate_init)
+
+
 def feature_module(model: nn.Module) -> TokenFeatureInput | None:
     return getattr(model, ATTR, None)
 
@@ -125,14 +132,3 @@ def detach_features(model: nn.Module) -> nn.Module:
 def feature_parameters(model: nn.Module) -> list[nn.Parameter]:
     module = feature_module(model)
     return [] if module is None else [p for p in module.parameters() if p.requires_grad]
-
-
-def feature_param_group(optimizer: Any, model: nn.Module, lr: float) -> int:
-    """Move the feature parameters into their own optimiser group (``lr``, no weight decay);
-    call before the scheduler is made.  Returns how many tensors moved."""
-    from ..optim import own_param_group
-
-    params = feature_parameters(model)
-    if not params:
-        raise PriorkitError("features.learning_rate is set but the model has no token features")
-    return own_param_group(optimizer, params, lr)

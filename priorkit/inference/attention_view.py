@@ -68,7 +68,7 @@ class HeadSummary:
     mass_without: float
     favoured_share: float  # what uniform attention would put on the favoured cells
     learned: float | None  # the head's trained gate / strength (None: the mode has none, or no prior here)
-    learned_name: str | None  # "gate" or "strength"
+    learned_name: str | None  # the mode's label of it ("gate", "strength"; AttentionMode.learnable_label)
 
     @property
     def shift(self) -> float:
@@ -125,21 +125,27 @@ def prior_settings(model: Any) -> dict | None:
 
 
 def learned_values(model: Any) -> dict[int, tuple[str, dict[int, float]]]:
-    """Layer -> ("gate" | "strength", {head: trained value}) for modes with a learnable parameter."""
-    from ..attention import prior_parameters
+    """Layer -> (the mode's label of its learnable parameter: "gate", "strength", ...,
+    {head: trained value}) for modes with a learnable parameter."""
     from ..attention.architectures import attention_modules
+    from ..attention.mode import get_mode
 
     settings = prior_settings(model) or {}
+    mode = get_mode(settings["mode"]) if settings.get("mode") else None
+    if mode is None or mode.learnable is None:
+        return {}
     index = {id(m): i for i, m in enumerate(attention_modules(model))}
     out: dict[int, tuple[str, dict[int, float]]] = {}
-    for name, param in prior_parameters(model):
-        owner, pname = name.rsplit(".", 1)
+    for name, param in model.named_parameters():
+        owner, pname = name.rpartition(".")[::2]
+        if pname != mode.learnable:
+            continue
         layer = index.get(id(model.get_submodule(owner)))
         if layer is None:
             continue
         heads = settings.get("heads") or list(range(param.numel()))
         values = param.detach().float().cpu().tolist()
-        out[layer] = ("gate" if pname.endswith("gate") else "strength", dict(zip(heads, values)))
+        out[layer] = (mode.label(), dict(zip(heads, values)))
     return out
 
 

@@ -3,21 +3,22 @@
 A pipeline's train step writes both into ``model/`` (next to config.json, the
 weights and the tokenizer files):
 
-``priorkit.json``
-    everything needed to build the same priors at inference and to put the
-    prior back into attention: the task (type, labels, label scale), the input
-    kind (sentence pairs, single texts or words), the tokenizer's max length,
-    the prior (its :class:`~priorkit.spec.PriorSpec` as ``spec.to_dict()``, and
-    the provider's name, parameters, version and fingerprint), the attention
-    settings (mode, layers, heads, options; null when the prior only feeds token
-    features), the token features (``prior.features``: their provider, groups and
-    width, from ``priorkit-features.json``; null without) and the cache the run read.
-    :func:`priorkit.load_model` rebuilds the builder from the spec.  Format 1
-    (before the spec was stored whole: no ``within``, no stop words) still loads.
+``priorkit.json`` (format 3)
+    everything needed to rebuild the model's channels (docs/channels.md) at inference:
+    the task (type, labels, label scale), the input kind (sentence pairs, single texts
+    or words), the tokenizer's max length, the prior (its :class:`~priorkit.spec.PriorSpec`
+    as ``spec.to_dict()``, the provider's name, parameters, version and fingerprint, and
+    the cache the run read) and ``channels``: each channel's own description, written from
+    the live channel objects (the attention settings; the token features' config, groups
+    and provider).  The channels' weights are in ``model.safetensors``, once.
+    :func:`priorkit.load_model` restores every channel named there.  :func:`read_info` is
+    the one converter of older folders: format 1 (before the spec was stored whole) and
+    format 2 (``prior.attention``, ``prior.features`` and the side files
+    ``priorkit-features.json`` / ``.safetensors``) become format 3 in memory.
 
 ``README.md``
-    a Hugging Face style model card: YAML front matter, the prior, the data,
-    the scores (filled in by the evaluate step) and the command that trained it.
+    a Hugging Face style model card: YAML front matter, the prior and each channel, the
+    data, the scores (filled in by the evaluate step) and the command that trained it.
 """
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ from ..spec import FIELDS, PriorSpec
 
 PRIORKIT_JSON = "priorkit.json"
 CARD = "README.md"
-#: 2: the prior's PriorSpec stored whole (``prior.spec``); 1: hand-picked prior fields
-FORMAT = 2
-READABLE_FORMATS = (1, 2)
+#: 3: the channels described under ``channels``; 2: the prior's PriorSpec stored whole
+#: (``prior.spec``) with ``prior.attention`` / ``prior.features``; 1: hand-picked prior fields
+FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
 #: a loadable model folder holds config.json, one of WEIGHTS and TOKENIZER
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
            "pytorch_model.bin.index.json")
@@ -63,12 +65,9 @@ def input_kind(example: Mapping[str, Any] | None, task_type: str) -> str:
     return "pairs" if example.get("text_b") is not None else "single"
 
 
-def prior_description(spec: PriorSpec | None, name: str | None, cache: str | None,
-                      attention: Mapping[str, Any] | None,
-                      features: Mapping[str, Any] | None = None) -> dict | None:
+def prior_description(spec: PriorSpec | None, name: str | None, cache: str | None) -> dict | None:
     """The prior part of priorkit.json (None: no prior): the spec whole, what its provider
-    says about itself (name, parameters with defaults, version, fingerprint), the attention
-    settings (None: the prior is not in attention) and the token features (None: none)."""
+    says about itself (name, parameters with defaults, version, fingerprint) and the cache."""
     if spec is None:
         return None
     provider = spec.build_provider()
@@ -81,45 +80,20 @@ def prior_description(spec: PriorSpec | None, name: str | None, cache: str | Non
         "provider_version": str(d["version"]),
         "plugin": d.get("plugin"),
         "fingerprint": provider.fingerprint,
-        "attention": dict(attention) if attention else None,
-        "features": dict(features) if features else None,
         "cache": cache,
     }
 
 
-def features_description(folder: str | os.PathLike) -> dict | None:
-    """The token features of a model folder, for priorkit.json and the card (None: none):
-    what ``priorkit-features.json`` says of their provider, groups and width."""
-    from ..features.folder import read_config
-
-    saved = read_config(folder)
-    if saved is None:
-        return None
-    config, provider = saved["config"], saved.get("provider") or {}
-    return {
-        "provider": provider.get("name", config.get("provider")),
-        "params": provider.get("params", config.get("params")),
-        "provider_version": str(provider.get("version")),
-        "fingerprint": provider.get("fingerprint"),
-        "groups": list(config["groups"]),
-        "n_features": saved["n_features"],
-        "concept_buckets": config.get("concept_buckets", 0),
-        "gate": config.get("gate"),
-        # the control provider moves the matches to random spans (older folders: features.control)
-        "control": "random-spans" if provider.get("name") == "random-spans" else config.get("control"),
-    }
-
-
 def spec_from_info(prior: Mapping[str, Any]) -> PriorSpec:
-    """The PriorSpec of priorkit.json's ``prior`` (read_info has upgraded format 1)."""
+    """The PriorSpec of priorkit.json's ``prior`` (read_info has upgraded older formats)."""
     return PriorSpec.from_dict(prior["spec"])
 
 
-def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, inputs: str,
-                 command: str | None = None, features: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, Any]], inputs: str,
+                 command: str | None = None) -> dict[str, Any]:
     """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``,
-    whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own);
-    ``features``: :func:`features_description` of the model folder."""
+    whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own)
+    and ``channels``: each channel's ``describe()`` by name."""
     from .. import __version__
 
     task = meta["task"]
@@ -134,8 +108,8 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
                  "metric": task.get("metric")},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
-        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache"), attention,
-                                   features),
+        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache")),
+        "channels": {name: dict(d) for name, d in channels.items()},
         "training": {
             "pipeline": meta.get("pipeline"),
             "prior_setting": meta.get("prior_name"),
@@ -152,12 +126,12 @@ def describe_run(meta: Mapping[str, Any], attention: Mapping[str, Any] | None, i
 
 
 def write_model_files(folder: str | os.PathLike, meta: Mapping[str, Any], inputs: str,
-                      command: str | None = None) -> dict[str, Any]:
-    """Write priorkit.json and README.md into a model folder that holds config.json (and
-    priorkit-features.json when the model has token features: write that first)."""
+                      channels: Any = (), command: str | None = None) -> dict[str, Any]:
+    """Write priorkit.json and README.md into a model folder that holds config.json, from the
+    run's metadata and its live channel objects (each describes itself)."""
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text())
-    info = describe_run(meta, config.get("priorkit"), inputs, command, features_description(folder))
+    info = describe_run(meta, {c.name: c.describe() for c in channels}, inputs, command)
     _write(folder / PRIORKIT_JSON, json.dumps(info, indent=2) + "\n")
     _write(folder / CARD, model_card(info, config))
     return info
@@ -169,7 +143,7 @@ def add_scores(folder: str | os.PathLike, scores: Mapping[str, Mapping[str, floa
     path = folder / PRIORKIT_JSON
     if not path.exists():
         return False
-    info = json.loads(path.read_text())
+    info = read_info(folder)  # an older folder is described as format 3 from now on
     info["scores"] = {split: {k: float(v) for k, v in s.items() if isinstance(v, (int, float))}
                       for split, s in scores.items()}
     config = json.loads((folder / "config.json").read_text())
@@ -199,7 +173,29 @@ def read_info(folder: str | os.PathLike) -> dict[str, Any] | None:
                             f"{', '.join(map(str, READABLE_FORMATS))}: install the priorkit that wrote it")
     if info["format"] == 1 and info.get("prior") is not None:
         info["prior"] = _prior_from_format_1(info["prior"])
+    if info["format"] in (1, 2):
+        info = _from_format_2(info, Path(folder))
     return info
+
+
+def _from_format_2(info: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Format 2 (and upgraded 1) to 3: ``prior.attention`` becomes the attention channel's
+    description, ``priorkit-features.json`` the features channel's (its weights come from
+    ``priorkit-features.safetensors`` while that file is there).  A prior with neither on
+    record counts as attention, as format 1 folders all were."""
+    from ..channels.features import legacy_description
+
+    prior = dict(info["prior"]) if info.get("prior") is not None else None
+    channels: dict[str, Any] = {}
+    features = legacy_description(folder)
+    if prior is not None:
+        attention = prior.pop("attention", None)
+        prior.pop("features", None)
+        if attention is not None or features is None:
+            channels["attention"] = {k: v for k, v in (attention or {}).items() if k != "format"}
+    if features is not None:
+        channels["features"] = features
+    return {**info, "format": FORMAT, "prior": prior, "channels": channels}
 
 
 def _prior_from_format_1(prior: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,33 +216,30 @@ _PIPELINE_TAG = {"regression": "sentence-similarity", "pair-classification": "te
 
 
 def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
-    """The README.md of a model folder (Hugging Face model card layout)."""
+    """The README.md of a model folder (Hugging Face model card layout); each channel writes
+    its own rows and sentences (``Channel.card``)."""
     task, prior, training = info["task"], info.get("prior"), info.get("training") or {}
-    att, feats = _uses(prior)
+    parts = _channel_cards(info)
     base = training.get("base_model") or "sentence-transformers/all-MiniLM-L6-v2"
     front = ["---", "library_name: transformers", f"pipeline_tag: {_PIPELINE_TAG[task['type']]}",
              "tags:", "- priorkit"]
-    if att:
-        front += ["- prior-guided-attention", f"- prior-{prior['provider']}"]
-    if feats:
-        front += ["- token-features"] + ([f"- prior-{feats['provider']}"]
-                                         if att is None or feats["provider"] != prior["provider"] else [])
+    tags = [t for part in parts.values() for t in part.tags]
+    front += [f"- {t}" for i, t in enumerate(tags) if t not in tags[:i]]
     if not os.path.isabs(base):
         front.append(f"base_model: {base}")
     if task.get("metric"):
         front += ["metrics:", f"- {task['metric']}"]
     front.append("---")
     title = training.get("pipeline") or "priorkit model"
+    summary = (" with " + " and ".join(p.summary for p in parts.values()) + ".") if parts else " without a prior."
     lines = front + ["", f"# {title}: {training.get('prior_setting') or 'no prior'}", "",
                      f"A `{config.get('model_type', '?')}` encoder fine-tuned by "
-                     f"priorkit for {task['type']}{_prior_summary(prior)}", ""]
+                     f"priorkit for {task['type']}{summary}", ""]
     lines += ["## Prior", ""]
     if prior:
-        rows = _attention_rows(prior) if att is not None else []
-        if feats:
-            rows += _feature_rows(feats)
-            if att is None:
-                rows.append(("attention", "none: the prior feeds the token features only"))
+        rows = [row for part in parts.values() for row in part.rows]
+        if parts and "attention" not in parts:
+            rows.append(("attention", f"none: the prior feeds {' and '.join(p.lost for p in parts.values())} only"))
         lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
     else:
         lines += ["None: this is the baseline without a prior.", ""]
@@ -270,81 +263,33 @@ def model_card(info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
         lines.append("")
     else:
         lines += ["Not evaluated yet (the pipeline's evaluate step fills this in).", ""]
-    lines += ["## Use", "", _use_text(att, feats), "",
+    if parts:
+        use = "The prior is part of the model: load it through priorkit, which " + "; it also ".join(
+            p.use for p in parts.values()) + "."
+    else:
+        use = "Load it through priorkit, which reads the labels, their scale and the input kind from `priorkit.json`."
+    lines += ["## Use", "", use, "",
               "```python", "import priorkit", "", 'model = priorkit.load_model("PATH/TO/THIS/FOLDER")',
               _example_call(info["inputs"]), "```", "",
               "```bash", "priorkit predict PATH/TO/THIS/FOLDER input.tsv --out predictions.jsonl", "```", ""]
     if prior:
-        lost = " and ".join(w for w, on in (("the prior attention", att is not None),
-                                             ("the token features", bool(feats))) if on) or "the prior"
+        lost = " and ".join(p.lost for p in parts.values()) or "the prior"
         lines += [f"A plain `AutoModel...from_pretrained` gives the stock model without {lost}.", ""]
     lines += ["## Training", "", "```bash", training.get("command") or "(unknown)", "```", "",
               f"priorkit {info.get('priorkit_version')}, {info.get('created')}.", ""]
     return "\n".join(lines)
 
 
-def _uses(prior: Mapping[str, Any] | None) -> tuple[dict | None, dict | None]:
-    """(attention settings, token features) of priorkit.json's prior; None for what the model
-    does not have.  A prior with neither on record (not written by this priorkit) counts as
-    attention, as format 1 folders all were."""
-    if not prior:
-        return None, None
-    att, feats = prior.get("attention"), prior.get("features")
-    if att is None and not feats:
-        att = {}
-    return (dict(att) if att is not None else None), (dict(feats) if feats else None)
+def _channel_cards(info: Mapping[str, Any]) -> dict[str, Any]:
+    """name -> the channel's CardText, for every channel priorkit.json names (a channel this
+    process has not registered is shown by its description)."""
+    from ..channels import CHANNELS, Channel
 
-
-def _prior_summary(prior: Mapping[str, Any] | None) -> str:
-    """How the model uses its prior, in words, for the card's first sentence."""
-    att, feats = _uses(prior)
-    parts = []
-    if att is not None:
-        parts.append(f"a prior from the {prior['provider']} provider in its attention")
-    if feats:
-        parts.append(f"token features from the {feats['provider']} provider's concept matches (B/I tags of "
-                     f"{', '.join(feats['groups'])}) added to its input embeddings")
-    return " with " + " and ".join(parts) + "." if parts else " without a prior."
-
-
-def _attention_rows(prior: Mapping[str, Any]) -> list[tuple[str, str]]:
-    att = prior.get("attention") or {}
-    spec = spec_from_info(prior)
-    built = spec.resolved()
-    return [("provider", f"{prior['provider']} v{prior['provider_version']}"),
-            ("parameters", json.dumps(prior["params"], sort_keys=True)),
-            ("fingerprint", f"`{prior['fingerprint']}`"),
-            ("preset", spec.preset or "-"), ("layout", built.layout), ("keys", built.keys),
-            ("neutral", f"{built.neutral:g}"), ("within", built.within),
-            ("attention", f"mode {att.get('mode')}, layers {att.get('layers')}, heads {att.get('heads') or 'all'}"
-                          + (f", options {att.get('options')}" if att.get("options") else ""))]
-
-
-def _feature_rows(feats: Mapping[str, Any]) -> list[tuple[str, str]]:
-    width = f"{feats['n_features']} (B/I tags of {', '.join(feats['groups'])})"
-    if feats.get("concept_buckets"):
-        width += f", hashed concept ids in {feats['concept_buckets']} buckets"
-    rows = [("token features", width),
-            ("feature provider", f"{feats['provider']} v{feats['provider_version']}"),
-            ("feature parameters", json.dumps(feats["params"], sort_keys=True)),
-            ("feature fingerprint", f"`{feats['fingerprint']}`"),
-            ("feature gate", feats.get("gate") or "-")]
-    if feats.get("control"):
-        rows.append(("control", f"{feats['control']}: matches moved to random spans (no knowledge)"))
-    return rows
-
-
-def _use_text(att: Mapping[str, Any] | None, feats: Mapping[str, Any] | None) -> str:
-    does = []
-    if att is not None:
-        does.append("rebuilds the same priors from `priorkit.json` and switches prior attention back on")
-    if feats:
-        does.append("attaches the token-feature input again (`priorkit-features.safetensors`) and rebuilds "
-                    "the features from the provider (`priorkit-features.json`)")
-    if not does:
-        return ("Load it through priorkit, which reads the labels, their scale and the input kind from "
-                "`priorkit.json`.")
-    return "The prior is part of the model: load it through priorkit, which " + "; it also ".join(does) + "."
+    out = {}
+    for name, description in (info.get("channels") or {}).items():
+        cls = CHANNELS.get(name) or type(name, (Channel,), {"name": name})
+        out[name] = cls.card(description, info.get("prior"))
+    return out
 
 
 def _example_call(inputs: str) -> str:

@@ -2,10 +2,11 @@
 
 ``priorkit.load_model(folder)`` takes a model folder, a run folder (its
 ``model/``) or a pipeline's output folder holding one run, and gives back the
-fine-tuned model with prior attention switched on again (the saved
-``config.priorkit`` settings and any learnt gates), its tokenizer and the
-:class:`~priorkit.PriorBuilder` that makes the same priors as in training: built
-from the :class:`~priorkit.spec.PriorSpec` stored in ``priorkit.json``.
+fine-tuned model with every channel ``priorkit.json`` names restored and attached
+(docs/channels.md): prior attention switched on again with its saved settings and
+learnt gates, and the :class:`~priorkit.PriorBuilder` that makes the same priors as
+in training (built from the stored :class:`~priorkit.spec.PriorSpec`); the token
+features with their weights from ``model.safetensors``.
 """
 from __future__ import annotations
 
@@ -17,13 +18,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import CacheError, PriorkitError
+from ..channels.base import PredictionWarning
+from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import folder as mf
-
-
-class PredictionWarning(UserWarning):
-    """Something about the input the user should know (e.g. a text was truncated)."""
 
 
 # ---------------------------------------------------------------------------
@@ -112,21 +110,17 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
     with _quiet_loading():
         model = auto.from_pretrained(str(model_dir))
         tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
-    if getattr(model.config, "priorkit", None):
-        from ..attention import enable_prior_attention
-
-        enable_prior_attention(model)  # the saved settings and learnt gates
     ml = _max_length(max_length, info.get("max_length"), tokenizer, model)
-    from ..features import restore_features
+    from ..channels import Context, restore_channels
 
-    features = restore_features(model, model_dir, tokenizer, ml)  # token features and their weights
-    prior = info.get("prior")
-    if features is not None and prior is not None and prior.get("attention") is None:
-        prior = None  # token features only: the prior's provider feeds the features, not attention
-    builder = builder_from_info(prior, tokenizer, ml, use_cache=use_cache, where=model_dir)
-    return Predictor(model, tokenizer, builder, task_type=task["type"], labels=task.get("labels"),
+    channels = restore_channels(info.get("channels") or {}, Context(
+        tokenizer, ml, folder=model_dir, prior=info.get("prior"), use_cache=use_cache), where=model_dir / mf.PRIORKIT_JSON)
+    for channel in channels:
+        channel.attach(model)
+        channel.load_state(model, model_dir)
+    return Predictor(model, tokenizer, channels, task_type=task["type"], labels=task.get("labels"),
                      label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
-                     max_length=ml, info=info, folder=model_dir, device=device, features=features)
+                     max_length=ml, info=info, folder=model_dir, device=device)
 
 
 def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: Any) -> int:
@@ -141,47 +135,6 @@ def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: A
             raise PriorkitError(f"--max-length {asked} is more than the model takes ({limit} tokens)")
         return int(asked)
     return int(min(trained or limit, limit))
-
-
-def builder_from_info(prior: dict | None, tokenizer: Any, max_length: int, *, use_cache: bool = True,
-                      where: Any = "") -> Any:
-    """The PriorBuilder of priorkit.json's ``prior`` (None: no prior): its PriorSpec, built."""
-    if prior is None:
-        return None
-    from ..align import PriorBuilder
-
-    spec = mf.spec_from_info(prior)
-    provider = spec.build_provider()
-    if prior.get("fingerprint") and provider.fingerprint != prior["fingerprint"]:
-        warnings.warn(
-            f"{where}: the {prior['provider']} provider's fingerprint is now {provider.fingerprint}, the "
-            f"model was trained with {prior['fingerprint']} (its version, parameters or data changed): "
-            "priors may differ from those seen in training", PredictionWarning, stacklevel=3)
-    if use_cache:
-        provider = _cached(prior.get("cache"), provider)
-    return PriorBuilder.from_spec(spec, tokenizer, provider=provider, truncation=True, max_length=max_length)
-
-
-#: seconds to wait for a lock another process holds on the run's cache before computing instead
-CACHE_TIMEOUT = 3.0
-
-
-def _cached(path: str | None, provider: Any) -> Any:
-    """``provider`` reading the run's cache: read-only, its pairs loaded into memory now (so
-    a writer that takes the file later changes nothing), nothing ever written; words the
-    cache lacks are computed.  The plain provider (with a warning) when the file cannot be read."""
-    if not path or not Path(path).exists():
-        return provider
-    from ..cache import CachedProvider, PriorCache
-
-    try:
-        cached = CachedProvider(provider, PriorCache(path, read_only=True, timeout=CACHE_TIMEOUT))
-        cached.ensure_loaded()  # a lock held by a writer fails here, not mid-prediction
-    except CacheError as exc:
-        warnings.warn(f"not reading the prior cache ({exc}); priors are computed instead",
-                      PredictionWarning, stacklevel=4)
-        return provider
-    return cached
 
 
 # ---------------------------------------------------------------------------
@@ -201,19 +154,42 @@ class Predictor:
     ``text_a``/``text_b`` or ``words`` work too.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, builder: Any, *, task_type: str, labels: list | None,
-                 label_scale: float, inputs: str, max_length: int, info: dict, folder: Path,
-                 device: str | None = None, features: Any = None) -> None:
+    def __init__(self, model: Any, tokenizer: Any, channels: Sequence[Any] | None, *, task_type: str,
+                 labels: list | None, label_scale: float, inputs: str, max_length: int, info: dict, folder: Path,
+                 device: str | None = None) -> None:
         import torch
 
-        self.model, self.tokenizer, self.builder = model, tokenizer, builder
-        self.features = features  # FeatureBuilder of the model's token features (None: none)
+        self.model, self.tokenizer = model, tokenizer
+        self.channels = list(channels or ())  # restored and attached (docs/channels.md)
         self.task_type, self.labels, self.label_scale = task_type, labels, label_scale
         self.inputs, self.max_length, self.info, self.folder = inputs, max_length, info, folder
         self.device = torch.device(device) if device else next(model.parameters()).device
         self.model.to(self.device)
         self.model.eval()
         self.truncated: list[int] = []  # indices of the last call's inputs that were cut
+
+    def channel(self, name: str) -> Any:
+        """The model's channel ``name`` (None: it has none)."""
+        return next((c for c in self.channels if c.name == name), None)
+
+    @property
+    def builder(self) -> Any:
+        """The attention channel's PriorBuilder (None: no prior attention, or switched off)."""
+        att = self.channel("attention")
+        return None if att is None else att.builder
+
+    @builder.setter
+    def builder(self, value: Any) -> None:  # None: predict without building priors
+        att = self.channel("attention")
+        if att is None:
+            raise PriorkitError("this model has no attention channel to set a builder on")
+        att.builder = value
+
+    @property
+    def features(self) -> Any:
+        """The features channel's FeatureBuilder (None: no token features)."""
+        feats = self.channel("features")
+        return None if feats is None else feats.builder
 
     def __repr__(self) -> str:
         prior = self.info.get("prior") or {}
@@ -278,6 +254,8 @@ class Predictor:
         """(start index, encoding, logits as float32 NumPy) per batch, in input order."""
         import torch
 
+        from ..channels import encoder_of
+
         if batch_size < 1:
             raise PriorkitError(f"batch size must be at least 1, got {batch_size}")
         self.truncated = []
@@ -293,13 +271,14 @@ class Predictor:
             b = None if words or chunk[0].get("text_b") is None else [e["text_b"] for e in chunk]
             self._note_truncation(start, a, b, words)
             kw = {"truncation": True, "max_length": self.max_length}
-            if self.builder is not None:
-                enc = self.builder.build_batch(a, b, **kw)
+            encoder = encoder_of(self.channels)
+            if encoder is not None:
+                enc = encoder.build_batch(a, b, **kw)
             else:
                 enc = self.tokenizer(a, b, is_split_into_words=words, padding=True, return_tensors="pt", **kw)
             batch = {k: v.to(self.device) for k, v in enc.items()}
-            if self.features is not None:
-                batch.update({k: v.to(self.device) for k, v in self.features.batch_tensors(a, enc).items()})
+            for channel in self.channels:  # one tokenisation, each channel's tensors
+                batch.update({k: v.to(self.device) for k, v in channel.batch_tensors(chunk, enc).items()})
             with torch.no_grad():
                 logits = self.model(**batch).logits.float().cpu().numpy()
             yield start, enc, logits

@@ -77,6 +77,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("features", None)
     if d.get("silver") is None:  # absent before silver labels existed: old keys hold
         d.pop("silver", None)
+    if not d.get("channels"):  # absent before the channels: old keys hold
+        d.pop("channels", None)
     # the defaults of fields added later are left out, so older runs' keys hold
     for field, default in (("within", "all"), ("stop_words", None), ("stop_value", 0.0)):
         if d.get(field) == default:

@@ -115,7 +115,8 @@ def training_rows(plan: RunPlan, gold: list[dict], silver: SilverRun | None) -> 
     return one_pass(plan), rows
 
 
-def silver_first(plan: RunPlan, silver: SilverRun, model: Any, tokenizer: Any, collator: Any, device: str) -> dict:
+def silver_first(plan: RunPlan, silver: SilverRun, model: Any, tokenizer: Any, collator: Any, device: str,
+                 channels: Any = ()) -> dict:
     """``then-gold``'s first stage: ``silver_epochs`` passes over the silver rows, in place on
     ``model`` (the gold stage then trains from these weights)."""
     import numpy as np
@@ -125,6 +126,6 @@ def silver_first(plan: RunPlan, silver: SilverRun, model: Any, tokenizer: Any, c
 
     rows = repeat(silver.rows, silver.config.silver_epochs, np.random.default_rng([plan.seed, 23]))
     stage = one_pass(plan, save="no", max_steps=-1)
-    trainer = make_trainer(stage, model, tokenizer, collator, device, rows)
+    trainer = make_trainer(stage, model, tokenizer, collator, device, rows, channels=channels)
     result = trainer.train()
     return {"rows": len(rows), "steps": int(trainer.state.global_step), "loss": float(result.training_loss)}

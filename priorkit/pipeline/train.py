@@ -12,8 +12,9 @@ folder holds::
     metrics.json        scores per evaluated split, with the keys they are valid for
 
 The model in ``model/`` carries its prior-attention settings in config.json
-(``config.priorkit``), and ``priorkit-run.json`` names the prior builder, so
-:func:`load_trained` gives back a model that behaves exactly as in training.
+(``config.priorkit``), ``priorkit.json`` describes each channel (docs/channels.md) and
+``priorkit-run.json`` holds the pipeline's record, so :func:`load_trained` gives back a
+model that behaves exactly as in training.
 
 The module is over 500 lines because training, saving, reloading and scoring
 one run share the run folder's layout, :class:`RunPlan` and the prior wiring
@@ -41,8 +42,7 @@ from .plan import (METRICS_FILE, MODEL_DIR, MODEL_META, NO_PRIOR, RUN_FILE, RunP
 from .tasks import Task, make_task
 from .trainer import (TRACE_ENV, ListDataset, SeededLengthGroupedSampler, _token_lengths, gate_param_group,  # noqa: F401
                       make_trainer)
-from .wiring import (cache_path, configure_torch, enable_prior, make_builder, make_collator,  # noqa: F401
-                     make_provider, model_source)
+from .wiring import cache_path, configure_torch, make_builder, make_channels, make_collator, model_source  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +88,6 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     """
     from transformers import AutoTokenizer, set_seed
 
-    from ..features.pipeline import features_for_run, wrap_collator
-
     cfg = plan.cfg
     device = configure_torch(cfg)
     train = splits["train"]
@@ -105,10 +103,10 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     set_seed(plan.seed)  # the new head's initial weights depend on it: same for every prior setting
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = task.load_model(source)
-    enable_prior(model, plan.prior)
-    features = features_for_run(plan.prior, model, tokenizer, cfg.model.max_length)
-    builder = make_builder(cfg, plan.prior, tokenizer)
-    collator = wrap_collator(make_collator(cfg, tokenizer, builder), features)
+    channels = make_channels(cfg, plan.prior, tokenizer)
+    for channel in channels:
+        channel.attach(model)
+    collator = make_collator(cfg, tokenizer, channels)
     if silver is not None:
         from ..silver.recipe import SilverCollator
 
@@ -125,8 +123,8 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     t0 = time.perf_counter()
     first = None
     if silver is not None and silver.config.recipe == "then-gold" and checkpoint is None:
-        first = silver_first(plan, silver, model, tokenizer, collator, device)  # silver, then gold below
-    trainer = make_trainer(stage, model, tokenizer, collator, device, trained_rows, eval_rows, compute_metrics)
+        first = silver_first(plan, silver, model, tokenizer, collator, device, channels)  # silver, then gold below
+    trainer = make_trainer(stage, model, tokenizer, collator, device, trained_rows, eval_rows, compute_metrics, channels)
     for callback in callbacks:
         trainer.add_callback(callback)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -145,7 +143,7 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     }
     if silver is not None:
         summary["silver"] = {**silver.describe(), "rows": len(trained_rows), "first_stage": first}
-    _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), features=features)
+    _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), channels=channels)
 
     history = trainer.state.log_history
 
@@ -174,7 +172,7 @@ def _input_kind(train: Split, task: Task) -> str:
 
 
 def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary: dict,
-                inputs: str = "pairs", features: Any = None) -> None:
+                inputs: str = "pairs", channels: Sequence[Any] = ()) -> None:
     """Write ``model/`` atomically: a half-written model never looks finished.
 
     Every process calls it: ``trainer.save_model`` writes on the main process
@@ -192,13 +190,11 @@ def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary
         meta["train"] = summary
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
         (tmp / "priorkit-pipeline.yaml").write_text(plan.cfg.to_yaml())
-        from ..features import save_features
-
-        save_features(trainer.model, features, tmp)  # priorkit-features.json/.safetensors (none: no-op)
         from ..inference.folder import write_model_files
 
-        # after the features: priorkit.json and the card say what the features are
-        write_model_files(tmp, meta, inputs)  # priorkit.json (the prior, for load_model) and README.md
+        # priorkit.json (the prior and each channel's description, for load_model) and README.md;
+        # the channels' weights are in model.safetensors
+        write_model_files(tmp, meta, inputs, channels)
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
 
@@ -225,21 +221,33 @@ def run_metadata(plan: RunPlan, task: Task) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class TrainedModel:
-    """A fine-tuned run loaded back: the model (prior attention restored), its tokenizer and builder."""
+    """A fine-tuned run loaded back: the model (its channels restored), its tokenizer and channels."""
 
     model: Any
     tokenizer: Any
-    builder: Any
     task: Task
     cfg: PipelineConfig
     prior: PriorConfig | None
     meta: dict[str, Any]
-    features: Any = None  # FeatureBuilder of the restored token features
+    channels: list[Any] = dataclasses.field(default_factory=list)
+
+    def channel(self, name: str) -> Any:
+        return next((c for c in self.channels if c.name == name), None)
+
+    @property
+    def builder(self) -> Any:
+        """The attention channel's PriorBuilder (None: no attention prior)."""
+        att = self.channel("attention")
+        return None if att is None else att.builder
+
+    @property
+    def features(self) -> Any:
+        """The features channel's FeatureBuilder (None: no token features)."""
+        feats = self.channel("features")
+        return None if feats is None else feats.builder
 
     def collator(self):
-        from ..features.pipeline import wrap_collator
-
-        return wrap_collator(make_collator(self.cfg, self.tokenizer, self.builder), self.features)
+        return make_collator(self.cfg, self.tokenizer, self.channels)
 
     @torch.no_grad()
     def predict(self, examples: Sequence[dict], batch_size: int = 64) -> np.ndarray:
@@ -260,15 +268,9 @@ class TrainedModel:
 
 
 def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedModel:
-    """Reload a run's ``model/`` folder (or the run folder) with its prior settings.
-
-    The attention settings come back from ``config.priorkit`` (and trained gates
-    from the weights); the prior builder is rebuilt from ``priorkit-run.json``.
-    """
-    from transformers import AutoTokenizer
-
-    from ..align import load_tokenizer
-
+    """Reload a run's ``model/`` folder (or the run folder): :func:`priorkit.load_model` (the
+    model with every channel restored) plus the pipeline's metadata from ``priorkit-run.json``
+    (the config, the prior setting, the task and its labels)."""
     model_dir = Path(model_dir)
     if (model_dir / MODEL_DIR / MODEL_META).exists():
         model_dir = model_dir / MODEL_DIR
@@ -291,17 +293,16 @@ def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedMod
     task.labels = meta.get("labels")
     if task.labels is not None:
         task._index = {n: i for i, n in enumerate(task.labels)}
-    tokenizer = load_tokenizer(AutoTokenizer.from_pretrained(str(model_dir)))
-    model = task.load_model(str(model_dir))
-    if getattr(model.config, "priorkit", None):
-        from ..attention import enable_prior_attention
+    from ..inference import load_model
 
-        enable_prior_attention(model)  # no arguments: the saved settings (and gates) come back
-    from ..features import restore_features
-
-    features = restore_features(model, model_dir, tokenizer, cfg.model.max_length)
-    builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
-    return TrainedModel(model, tokenizer, builder, task, cfg, prior, meta, features)
+    # the model and its channels exactly as priorkit.load_model restores them (one loader);
+    # the prior builder then reads the run's cache as the pipeline does
+    loaded = load_model(model_dir, use_cache=False, max_length=cfg.model.max_length)
+    model, tokenizer, channels = loaded.model, loaded.tokenizer, loaded.channels
+    att = loaded.channel("attention")
+    if att is not None and att.builder is not None:
+        att.builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
+    return TrainedModel(model, tokenizer, task, cfg, prior, meta, channels)
 
 
 def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tuple[np.ndarray, Any]:
@@ -329,7 +330,7 @@ def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedMod
     device = configure_torch(plan.cfg)
     trained = trained or load_trained(plan.run_dir / MODEL_DIR)
     collator = trained.collator()
-    trainer = make_trainer(plan, trained.model, trained.tokenizer, collator, device)
+    trainer = make_trainer(plan, trained.model, trained.tokenizer, collator, device, channels=trained.channels)
     out: dict[str, dict[str, float]] = {}
     for name in plan.cfg.evaluate:
         split = splits[name]

@@ -85,17 +85,17 @@ def _token_lengths(tokenizer: Any, rows: Sequence[dict], max_length: int) -> lis
 
 def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, device: str,
                  train_rows: Sequence[dict] | None = None, eval_rows: Sequence[dict] | None = None,
-                 compute_metrics: Any = None):
+                 compute_metrics: Any = None, channels: Sequence[Any] = ()):
     """A ``Trainer`` configured from the pipeline's ``train`` section.
 
     ``eval_rows`` (with ``compute_metrics``): scored after every epoch, the scores going to
-    the callbacks' ``on_evaluate`` (``priorkit tune`` prunes on them).
+    the callbacks' ``on_evaluate`` (``priorkit tune`` prunes on them).  ``channels``: each
+    channel with a ``learning_rate`` gets an optimiser group of its own for its parameters.
     """
     from transformers import Trainer, TrainingArguments
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     from ..attention import supervision_loss
-    from ..features.pipeline import param_group as feature_param_group
 
     tc = plan.cfg.train
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
@@ -129,7 +129,6 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
     )
     lengths = (_token_lengths(collator.tokenizer, train_rows, plan.cfg.model.max_length)
                if tc.group_by_length and train_rows else None)
-    gate_lr = plan.prior.attention.learning_rate if plan.prior is not None and plan.prior.attention else None
 
     class PriorTrainer(Trainer):
         """Length-grouped batches from token counts (the rows hold raw text, not ids); the
@@ -152,9 +151,9 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
 
         def create_optimizer(self, model=None):
             optimizer = super().create_optimizer(model)
-            if gate_lr is not None:
-                gate_param_group(optimizer, model if model is not None else self.model, gate_lr)
-            feature_param_group(optimizer, model if model is not None else self.model, plan.prior)
+            for channel in channels:
+                if channel.learning_rate is not None:
+                    channel_param_group(optimizer, model if model is not None else self.model, channel)
             return optimizer
 
         def _get_train_sampler(self, train_dataset=None):
@@ -172,6 +171,19 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
                         processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
                         compute_metrics=compute_metrics,
                         callbacks=[trackers.restore_environment()] if reporting else None)
+
+
+def channel_param_group(optimizer: torch.optim.Optimizer, model: Any, channel: Any) -> int:
+    """Move a channel's trainable parameters into a group of their own at its learning rate
+    (``priorkit.optim.own_param_group``).  Returns how many tensors moved."""
+    from ..optim import own_param_group
+
+    params = channel.parameters(model)
+    if not params:
+        raise PriorkitError(f"{channel.name}.learning_rate is set but the model has no trainable {channel.name} "
+                            "parameters" + (": enable the prior with mode: gate or learned_bias"
+                                            if channel.name == "attention" else ""))
+    return own_param_group(optimizer, params, channel.learning_rate)
 
 
 def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:

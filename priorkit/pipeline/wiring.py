@@ -1,5 +1,5 @@
 """The prior's wiring for one run: threads and device, the base model, the cache file, the
-provider and builder (from the setting's PriorSpec), prior attention and the collator."""
+channels (from the setting's PriorSpec and their sections) and the one collator."""
 from __future__ import annotations
 
 import os
@@ -64,10 +64,6 @@ def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:
     return Path(prior.cache).expanduser()
 
 
-def make_provider(prior: PriorConfig):
-    return prior.spec().build_provider()
-
-
 def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
     """The :class:`PriorBuilder` of a prior setting (None for no prior or no attention prior)."""
     if prior is None or prior.attention is None:
@@ -80,19 +76,23 @@ def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any,
                                   max_length=cfg.model.max_length)
 
 
-def enable_prior(model: Any, prior: PriorConfig | None) -> Any:
-    if prior is None or prior.attention is None:
-        return model
-    from ..attention import enable_prior_attention
+def make_channels(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any) -> list[Any]:
+    """The channels a prior setting asks for (docs/channels.md), not attached yet."""
+    if prior is None:
+        return []
+    from ..channels import Context, channels_for
 
-    a = prior.attention
-    return enable_prior_attention(model, layers=a.layers, mode=a.mode, heads=a.heads, **a.options)
+    path = cache_path(cfg, prior)
+    return channels_for(prior, Context(tokenizer, cfg.model.max_length, cache=str(path) if path else None))
 
 
-def make_collator(cfg: PipelineConfig, tokenizer: Any, builder: Any):
+def make_collator(cfg: PipelineConfig, tokenizer: Any, channels: Any = ()):
+    """The one collator: one tokenisation per batch, each channel's tensors added."""
+    from ..channels import encoder_of
     from ..collator import PriorCollator
 
+    builder = encoder_of(channels)
     # store=True: every epoch after the first assembles the priors from memory (same tensors,
     # no tokenising or aligning again; see priorkit/aligned_store.py)
-    return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder,
+    return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder, channels=channels,
                          store=builder is not None, truncation=True, max_length=cfg.model.max_length)

@@ -170,7 +170,7 @@ def _reload_and_score(run_dir: Path, metrics: dict) -> list[str]:
 
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.tasks import regression_metrics
+    from priorkit.metrics import regression_metrics
     from priorkit.pipeline.train import load_trained
 
     try:

@@ -189,7 +189,7 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         except PriorSpecError as exc:
             raise _fail(path + (exc.field,), loc, src, str(exc)) from None
     _check_provider_params(p, path, cfg)
-    from ...features.pipeline import config_problems
+    from ...features.checks import config_problems
 
     for field, msg in config_problems(p, cfg.task.type)[:1]:
         raise _fail(path + field, loc, src, msg)
@@ -197,6 +197,15 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
     for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels)[:1]:
         raise _fail(path + field, loc, src, msg)
+
+    if p.channels:
+        from ...channels.base import CHANNELS, unknown_channels
+
+        for name in unknown_channels(p)[:1]:
+            raise _fail(path + ("channels", name), loc, src, f"is not a registered channel (known: "
+                        f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}); a "
+                        "channel comes from your code (priorkit.channels.register_channel) or a plug-in "
+                        "(register_channels); attention and features have sections of their own")
     layers = p.attention.layers if p.attention is not None else "all"
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,
@@ -210,9 +219,9 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
     mode = _attention_mode(p, path, cfg)
     lr = p.attention.learning_rate
     if lr is not None and (mode.learnable is None or lr <= 0):
-        from ...attention import MODES
+        from ...attention.mode import all_modes
 
-        learnable = " or ".join(name for name, m in MODES.items() if m.learnable)
+        learnable = " or ".join(name for name, m in all_modes().items() if m.learnable)
         raise _fail(path + ("attention", "learning_rate"), loc, src,
                     "is the learnable prior parameters' own learning rate: give a positive number with "
                     f"mode: {learnable} (got {lr!r} with mode: {p.attention.mode})")
@@ -220,13 +229,15 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
 def _attention_mode(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> Any:
     """The registered mode of ``attention.mode``, its options checked by the mode itself."""
-    from ...attention import MODES, PriorAttentionConfigError  # the registry (imports torch)
+    from ...attention import PriorAttentionConfigError
+    from ...attention.mode import all_modes, find_mode  # the registry, plug-ins' modes included (imports torch)
 
     loc, src = cfg.locations, cfg.source
-    mode = MODES.get(p.attention.mode)
+    mode = find_mode(p.attention.mode)
     if mode is None:
         raise _fail(path + ("attention", "mode"), loc, src,
-                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(MODES)}")
+                    f"unknown attention mode {p.attention.mode!r}; choose one of {', '.join(all_modes())} "
+                    "(a plug-in adds modes through register_attention_modes)")
     try:
         mode.settle(p.attention.options)
     except PriorAttentionConfigError as exc:

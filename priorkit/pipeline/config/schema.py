@@ -117,6 +117,9 @@ class PriorConfig(PriorSpec):
     #: silver labels: the provider's matches label unlabelled text (data.unlabeled) that the
     #: model trains on with the gold labels (token classification only; docs/silver.md); null: none.
     silver: SilverConfig | None = None
+    #: more channels (docs/channels.md): channel name -> its own settings, for channels
+    #: registered with ``priorkit.channels.register_channel``.
+    channels: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -1,7 +1,6 @@
-"""The pipeline's side of token features: checks of ``prior.features`` and the wiring of a run.
-
-Kept here (not in priorkit/pipeline/) so the pipeline modules only call three functions.
-"""
+"""The checks of a prior setting's ``features`` section (the pipeline's config check calls
+:func:`config_problems`); the features channel (priorkit/channels/features.py) reads the
+resolved config."""
 from __future__ import annotations
 
 from typing import Any
@@ -23,7 +22,7 @@ def config_problems(prior: Any, task_type: str) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     config = resolved_config(prior)
     if config is None:
-        if prior.attention is None and getattr(prior, "silver", None) is None:
+        if prior.attention is None and getattr(prior, "silver", None) is None and not getattr(prior, "channels", None):
             out.append((("attention",), "is null and there are no features: this prior setting would do "
                         "nothing; give attention settings, or prior.features, or prior.silver, or use a "
                         "null sweep entry"))
@@ -46,35 +45,3 @@ def config_problems(prior: Any, task_type: str) -> list[tuple[tuple, str]]:
                            "features; use one that implements matches(), e.g. ontology "
                            "(features: {provider: ontology, params: {source: hpo+mesh}})"))
     return out
-
-
-def features_for_run(prior: Any, model: Any, tokenizer: Any, max_length: int | None) -> Any:
-    """The :class:`FeatureBuilder` a prior setting asks for (None: no features), its input
-    attached to ``model``."""
-    config = resolved_config(prior)
-    if config is None:
-        return None
-    from ..plugins import get_provider
-    from .builder import FeatureBuilder
-    from .folder import attach_for
-
-    builder = FeatureBuilder(get_provider(config.provider, **(config.params or {})), config, tokenizer, max_length)
-    attach_for(model, builder)
-    return builder
-
-
-def wrap_collator(collator: Any, builder: Any) -> Any:
-    if builder is None:
-        return collator
-    from .collate import FeatureCollator
-
-    return FeatureCollator(collator, builder)
-
-
-def param_group(optimizer: Any, model: Any, prior: Any) -> None:
-    """The features' own learning rate, when ``prior.features.learning_rate`` is set."""
-    config = resolved_config(prior)
-    if config is not None and config.learning_rate is not None:
-        from .model import feature_param_group
-
-        feature_param_group(optimizer, model, config.learning_rate)

@@ -1,0 +1,11 @@
+"""The ways knowledge enters a model, one interface (docs/channels.md): :class:`Channel`,
+its registry (:func:`register_channel`, :data:`CHANNELS`) and the two built-in channels,
+``attention`` (:mod:`.attention`) and ``features`` (:mod:`.features`)."""
+from __future__ import annotations
+
+from . import attention, features  # noqa: F401 - registers the built-in channels, attention first
+from .base import (CHANNELS, CardText, Channel, Context, PredictionWarning, channels_for, encoder_of,
+                   register_channel, restore_channels)
+
+__all__ = ["Channel", "Context", "CardText", "CHANNELS", "register_channel", "channels_for", "restore_channels",
+           "encoder_of", "PredictionWarning"]

@@ -1,0 +1,235 @@
+"""The channel interface and the one registry of channels (docs/channels.md).
+
+A channel is one way a prior's knowledge enters a model: the attention prior and the
+token features are the built-in two.  Everything that trains, saves, loads or predicts
+loops over a model's channels (:func:`channels_for`, :func:`restore_channels`) instead of
+knowing them by name.  Torch-free at import.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ..batch_keys import own
+from ..errors import PriorkitError
+
+
+class PredictionWarning(UserWarning):
+    """Something about the input or the saved model the user should know (a text was truncated,
+    a provider changed since training, the run's cache cannot be read)."""
+
+
+@dataclasses.dataclass
+class Context:
+    """What a channel is made with besides its settings."""
+
+    tokenizer: Any
+    max_length: int | None
+    #: the prior cache file a run reads (None: none)
+    cache: str | None = None
+    #: restoring: the model folder, priorkit.json's ``prior`` (the spec and its provider),
+    #: and whether to read the run's cache
+    folder: Path | None = None
+    prior: Mapping[str, Any] | None = None
+    use_cache: bool = True
+
+
+@dataclasses.dataclass
+class CardText:
+    """A channel's part of the model card."""
+
+    #: (key, value) rows of the card's prior table
+    rows: list[tuple[str, str]]
+    #: how the model uses the prior, as a phrase: "a prior from the wordnet provider in its attention"
+    summary: str
+    #: what loading does, as a phrase: "switches prior attention back on"
+    use: str
+    #: what a plain from_pretrained loses: "the prior attention"
+    lost: str
+    tags: list[str] = dataclasses.field(default_factory=list)
+
+
+class Channel:
+    """Base class of the channels; subclass it, set ``name``, write the methods you need."""
+
+    #: the channel's key in priorkit.json's ``channels`` and its section of a prior setting
+    name: ClassVar[str] = ""
+    #: the keywords its batch tensors go to the model under; a model without the channel
+    #: attached refuses them instead of ignoring them (priorkit/attention/guard.py)
+    batch_keys: ClassVar[tuple[str, ...]] = ()
+
+    # ---- making it -----------------------------------------------------------------
+    @classmethod
+    def section(cls, prior: Any) -> Any:
+        """The channel's own section of a prior setting: ``prior.<name>`` for a built-in
+        channel, ``prior.channels[<name>]`` for any other; None when absent or null."""
+        if prior is None:
+            return None
+        if cls.name in ("attention", "features"):
+            return getattr(prior, cls.name, None)
+        return (getattr(prior, "channels", None) or {}).get(cls.name)
+
+    @classmethod
+    def from_setting(cls, prior: Any, context: Context) -> "Channel | None":
+        """The channel a pipeline's prior setting asks for; None when its section is null."""
+        raise NotImplementedError
+
+    @classmethod
+    def restore(cls, description: Mapping[str, Any], context: Context) -> "Channel":
+        """The channel again, from what :meth:`describe` wrote (not attached yet)."""
+        raise NotImplementedError
+
+    # ---- batches -------------------------------------------------------------------
+    def encoder(self) -> Any:
+        """An object whose ``build_batch(texts_a, texts_b, **tokenizer_kwargs)`` tokenises and
+        adds this channel's tensors in one go (the attention prior's builder); None: the
+        channel reads the batch's tokenisation in :meth:`batch_tensors`."""
+        return None
+
+    def batch_tensors(self, examples: Sequence[Mapping[str, Any]], encoding: Any) -> dict[str, Any]:
+        """This channel's tensors of a padded batch; ``encoding`` has ``input_ids`` and ``word_ids(b)``."""
+        return {}
+
+    # ---- the model -----------------------------------------------------------------
+    def attach(self, model: Any) -> None:
+        """Put the channel into ``model`` (in place)."""
+
+    def detach(self, model: Any) -> None:
+        """Undo :meth:`attach`."""
+
+    def parameters(self, model: Any) -> list[Any]:
+        """The channel's trainable parameters in ``model`` (an optimiser group of their own
+        when :attr:`learning_rate` is set)."""
+        return []
+
+    #: the parameters' own learning rate (None: the run's)
+    learning_rate: float | None = None
+
+    def load_state(self, model: Any, folder: str | Path) -> None:
+        """Fill the attached parameters from the model folder's own weights (model.safetensors):
+        ``save_pretrained`` wrote them there, under their names in ``model.state_dict()``."""
+        params = self.parameters(model)
+        if not params:
+            return
+        ids = {id(p) for p in params}
+        names = [n for n, p in model.named_parameters() if id(p) in ids]
+        saved = read_weights(folder, names)
+        missing = [n for n in names if n not in saved]
+        if missing:
+            raise PriorkitError(f"{folder}: the weights of the {self.name} channel ({', '.join(missing[:3])}"
+                                f"{' ...' if len(missing) > 3 else ''}) are not in its model weights; copy the "
+                                "whole model folder, or train again")
+        import torch
+
+        named = dict(model.named_parameters())
+        with torch.no_grad():
+            for n in names:
+                named[n].copy_(saved[n])
+
+    # ---- describing it -------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe: what :meth:`restore` needs, and what the manifest and the card show."""
+        return {}
+
+    @classmethod
+    def card(cls, description: Mapping[str, Any], prior: Mapping[str, Any] | None) -> CardText:
+        """The channel's part of the model card (``prior``: priorkit.json's ``prior``)."""
+        return CardText(rows=[(cls.name, json.dumps(dict(description), sort_keys=True))],
+                        summary=f"the {cls.name} channel", use=f"restores the {cls.name} channel",
+                        lost=f"the {cls.name} channel")
+
+
+#: channel name -> class, in the order batches, models and manifests see them
+CHANNELS: dict[str, type[Channel]] = {}
+
+
+def register_channel(cls: type[Channel]) -> type[Channel]:
+    """Make ``cls`` a channel (usable as a class decorator)."""
+    if not (isinstance(cls, type) and issubclass(cls, Channel)) or not cls.name:
+        raise PriorkitError(f"{cls!r} is not a Channel subclass with a name")
+    known = CHANNELS.get(cls.name)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise PriorkitError(f"channel {cls.name!r} is registered already ({known.__module__})")
+    CHANNELS[cls.name] = cls
+    own(cls.batch_keys, cls.name)
+    return cls
+
+
+def load_plugin_channels() -> None:
+    """Register the channels the plug-ins offer through ``register_channels``."""
+    from ..plugins import get_plugin_manager
+
+    for cls in get_plugin_manager().channel_classes.values():
+        if CHANNELS.get(cls.name) is not cls:
+            register_channel(cls)
+
+
+def unknown_channels(prior: Any) -> list[str]:
+    """The names in a prior setting's ``channels`` section that no channel answers to."""
+    names = list((getattr(prior, "channels", None) or {}))
+    if any(n not in CHANNELS for n in names):
+        load_plugin_channels()
+    return [n for n in names if n not in CHANNELS or n in ("attention", "features")]
+
+
+def channels_for(prior: Any, context: Context) -> list[Channel]:
+    """The channels a prior setting asks for, in registry order."""
+    unknown = unknown_channels(prior)
+    if unknown:
+        raise PriorkitError(f"prior.channels names {unknown}, which are not registered channels (known: "
+                            f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}; "
+                            "attention and features have sections of their own)")
+    out = []
+    for cls in CHANNELS.values():
+        channel = cls.from_setting(prior, context)
+        if channel is not None:
+            out.append(channel)
+    return out
+
+
+def restore_channels(descriptions: Mapping[str, Any], context: Context, where: Any = "") -> list[Channel]:
+    """The channels priorkit.json's ``channels`` names, in registry order (not attached)."""
+    if any(n not in CHANNELS for n in descriptions):
+        load_plugin_channels()
+    unknown = [n for n in descriptions if n not in CHANNELS]
+    if unknown:
+        raise PriorkitError(f"{where}: the model uses the channel(s) {unknown}, which are not registered "
+                            f"(known: {', '.join(CHANNELS)}); import the module that registers them "
+                            "(priorkit.channels.register_channel) before loading the model, or load its plug-in "
+                            "(--plugins-dir)")
+    return [CHANNELS[n].restore(descriptions[n], context) for n in CHANNELS if n in descriptions]
+
+
+def encoder_of(channels: Sequence[Channel]) -> Any:
+    """The one channel's encoder that tokenises the batch (None: plain tokenisation)."""
+    encoders = [c for c in channels if c.encoder() is not None]
+    if len(encoders) > 1:
+        raise PriorkitError(f"channels {[c.name for c in encoders]} each want to tokenise the batch; "
+                            "at most one channel of a model may")
+    return encoders[0].encoder() if encoders else None
+
+
+def read_weights(folder: str | Path, names: Sequence[str]) -> dict[str, Any]:
+    """The tensors ``names`` from a model folder's safetensors weights (one file or shards)."""
+    from safetensors import safe_open
+
+    folder = Path(folder)
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        files: dict[str, list[str]] = {}
+        for n in names:
+            if n in weight_map:
+                files.setdefault(weight_map[n], []).append(n)
+    elif (folder / "model.safetensors").exists():
+        files = {"model.safetensors": list(names)}
+    else:
+        return {}
+    out = {}
+    for file, wanted in files.items():
+        with safe_open(str(folder / file), framework="pt") as fh:
+            keys = set(fh.keys())
+            out.update({n: fh.get_tensor(n) for n in wanted if n in keys})
+    return out
