@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..provider import PriorProvider
+from ..provider import Match, PriorProvider
 from ..silver.label import BC5CDR_TYPES, group_entities  # noqa: F401 (the matches -> tags rule is silver labels')
 
 

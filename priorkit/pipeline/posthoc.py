@@ -72,7 +72,7 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
 def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict]) -> list[list[str]]:
     """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``)."""
     import priorkit
-    from ..features.baseline import BC5CDR_TYPES, group_entities
+    from ..silver.label import BC5CDR_TYPES, group_entities
 
     provider = priorkit.get_provider(arm.provider, **arm.params)
     types = arm.types if arm.types is not None else BC5CDR_TYPES
@@ -95,7 +95,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
 
     The dictionary matches every evaluated split once per arm (not once per seed).
     """
-    from .tasks import ner_metrics
+    from ..metrics import ner_metrics
 
     for name, arm in cfg.sweep.posthoc.items():
         matched: dict[str, list[list[str]]] = {}
