@@ -50,7 +50,7 @@ MATCH_RULES = ("hyphen_join", "split_induced", "split_roles", "abbreviations", "
 DEFAULTS: dict[str, Any] = {
     "greek": True, "spelling": True, "adjectives": True, "acronym_case": True, "hpo_modifiers": False,
     "hyphen_join": True, "split_induced": True, "split_roles": True, "abbreviations": "within",
-    "abbreviation_unknown": "keep", "term_filter": (),
+    "abbreviation_unknown": "drop", "term_filter": (),
 }
 #: the matcher as it was before these rules
 OLD: dict[str, Any] = {
@@ -194,6 +194,7 @@ def _abbreviations(words: Sequence[str], found: Found, rules: Mapping[str, Any],
         spans += [(s, e, concepts) for s, e in occurrences(words, short)]
     if not spans:
         return found
+    spans = _resolve(spans)  # short forms overlapping each other ("5 - FU", "FU"): the longest
     covered = {i for s, e, _ in spans for i in range(s, e)}
     kept = [m for m in found if not covered.intersection(range(m[0], m[1]))]
     return sorted(kept + [m for m in spans if m[2] is not None])
