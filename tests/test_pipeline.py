@@ -496,6 +496,14 @@ def test_sweep_table_plot_and_cli(tmp_path, tiny_model):
                                                                              ("paper", "none", "1.0")]
     assert float(curve_rows[0]["mean_delta"]) == pytest.approx(statistics.mean(d))
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "curve.md").exists()
+    # each side's absolute score and the cost per run, beside the Δ
+    assert float(curve_rows[0]["spearman setting"]) == pytest.approx(100 * statistics.mean(vals), abs=0.006)
+    assert float(curve_rows[0]["spearman vs"]) == pytest.approx(100 * statistics.mean(base), abs=0.006)
+    secs = [float(r["train_seconds"]) for r in rows if r["prior"] == "paper" and r["fraction"] == "0.5"]
+    assert float(curve_rows[0]["train s/run"]) == pytest.approx(statistics.mean(secs), abs=0.006)
+    curve_md = (out / "curve.md").read_text()
+    assert "## Absolute spearman (eval) of every arm" in curve_md and "## Where the gain stops" in curve_md
+    assert f"| 0.5 | {100 * statistics.mean(base):.2f} (" in curve_md
     # a second sweep trains nothing: every run is skipped
     stamps = sorted(p.stat().st_mtime_ns for p in out.rglob("metrics.json"))
     res2 = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)

@@ -175,15 +175,56 @@ def plot_curve(comparisons: Sequence[Comparison], path: Path, title: str, ylabel
     return path
 
 
+def first_ci_with_zero(comparisons: Sequence[Comparison]) -> dict[tuple[str, str], float | None]:
+    """Per (setting, reference): the smallest fraction from which on every CI includes 0.
+
+    That is where the gain stops being detectable for good along the curve; None when the
+    CI excludes 0 at the largest fraction (the gain is still detected there).  A point with
+    one seed has no CI and counts as including 0.
+    """
+    out: dict[tuple[str, str], float | None] = {}
+    for key in dict.fromkeys((c.setting, c.reference) for c in comparisons):
+        pts = sorted((c.fraction, c.stats) for c in comparisons if (c.setting, c.reference) == key)
+        first = None
+        for f, s in reversed(pts):
+            if s.n >= 2 and (s.ci_low > 0 or s.ci_high < 0):
+                break
+            first = f
+        out[key] = first
+    return out
+
+
+def _zero_section(comparisons: Sequence[Comparison]) -> str:
+    lines = ["", "## Where the gain stops being detected", "",
+             "The smallest fraction from which on every 95% CI of Δ (over seeds) includes 0.", "",
+             "| setting | vs | CI includes 0 from | CI excludes 0 at |", "|---|---|---|---|"]
+    for (setting, ref), f in first_ci_with_zero(comparisons).items():
+        sig = [f"{c.fraction:g}" for c in sorted(comparisons, key=lambda c: c.fraction)
+               if (c.setting, c.reference) == (setting, ref) and c.stats.n >= 2
+               and (c.stats.ci_low > 0 or c.stats.ci_high < 0)]
+        lines.append(f"| {setting} | {ref} | {'never (detected at the largest fraction)' if f is None else f'{f:g}'} "
+                     f"| {', '.join(sig) or 'none'} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_curve(comparisons: Sequence[Comparison], folder: Path, title: str, ylabel: str,
-                scale: float = 100.0) -> dict[str, Path]:
-    """``curve.png`` / ``curve.md`` / ``curve.csv`` in ``folder`` (only with several fractions)."""
+                scale: float = 100.0, extra: Mapping[str, Sequence[object]] | None = None,
+                appendix: str = "") -> dict[str, Path]:
+    """``curve.png`` / ``curve.md`` / ``curve.csv`` in ``folder`` (only with several fractions).
+
+    ``extra``: more columns, one value per comparison in the given order (e.g. each side's
+    absolute score, the sentence CI, the cost); ``appendix``: Markdown added to curve.md.
+    """
     if len({c.fraction for c in comparisons}) < 2:
         return {}
     folder.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(comparisons, key=lambda c: (c.setting, c.reference, c.fraction))
+    order = sorted(range(len(comparisons)),
+                   key=lambda i: (comparisons[i].setting, comparisons[i].reference, comparisons[i].fraction))
+    ordered = [comparisons[i] for i in order]
+    extra = {k: [v[i] for i in order] for k, v in (extra or {}).items()}
     note = ("Learning curve: the paired Δ at each training fraction (same seeds on both sides); "
             "MDE is the smallest Δ these seeds detect with 80% power at α 0.05.")
-    (folder / CURVE_MD).write_text(markdown(ordered, title, note, scale))
-    return {"curve_md": folder / CURVE_MD, "curve_csv": write_csv(ordered, folder / CURVE_CSV),
+    text = markdown(ordered, title, note, scale, extra) + _zero_section(ordered) + appendix
+    (folder / CURVE_MD).write_text(text)
+    return {"curve_md": folder / CURVE_MD, "curve_csv": write_csv(ordered, folder / CURVE_CSV, extra),
             "curve_png": plot_curve(ordered, folder / CURVE_PNG, title, ylabel, scale)}

@@ -61,6 +61,8 @@ class Cell:
     learned_name: str | None = None
     #: the 95% CI of Δ over test sentences and seeds (entity F1, saved predictions; predictions.py)
     ci_sentences: tuple[float, float] | None = None
+    #: per seed, the training time in seconds (none for post-hoc arms)
+    seconds: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -230,6 +232,7 @@ def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors
             runs = [usage[(p, f)][s] for s in seeds]
             cell.shifts = [float(r["prior_shift"]) for r in runs if r.get("prior_shift") is not None]
             cell.learned = [float(r["prior_learned"]) for r in runs if r.get("prior_learned") is not None]
+            cell.seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
             cell.learned_name = next((r.get("prior_learned_name") for r in runs if r.get("prior_learned_name")), None)
             cells.append(cell)
     return cells
@@ -271,12 +274,51 @@ def add_sentence_cis(cfg: PipelineConfig, cells: Sequence[Cell], cache: dict | N
 
 
 def curve_files(cfg: PipelineConfig, cells: Sequence[Cell], folder: Path) -> dict[str, Path]:
-    """The learning curve (Δ against the fraction) when the sweep has several fractions."""
-    comps = [c for c in (cell.comparison() for cell in cells) if c is not None]
+    """The learning curve (Δ against the fraction) when the sweep has several fractions:
+    each point's paired Δ with both CIs, both sides' absolute scores and the training time
+    per run; then the absolute score of every arm at every fraction, and where each arm's
+    CI first includes 0."""
+    paired_cells = [c for c in cells if c.comparison() is not None]
+    comps = [c.comparison() for c in paired_cells]
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     unit = "" if scale == 1.0 else " x100"
+
+    def ci(c: Cell) -> str:
+        return "" if c.ci_sentences is None else \
+            f"[{_fmt(c.ci_sentences[0], True, scale)}, {_fmt(c.ci_sentences[1], True, scale)}]"
+
+    extra = {
+        "95% CI (sentences x seeds)": [ci(c) for c in paired_cells],
+        f"{cfg.task.metric} setting": [_fmt(c.mean, scale=scale) for c in paired_cells],
+        f"{cfg.task.metric} vs": [_fmt(float(np.mean(c.baseline)), scale=scale) for c in paired_cells],
+        "train s/run": [_fmt(float(np.mean(c.seconds))) if c.seconds else "" for c in paired_cells],
+    }
     return curve.write_curve(comps, folder, f"{cfg.name}: Δ vs {cfg.sweep.baseline} against the training "
-                             f"fraction ({cfg.sweep.split})", f"Δ {cfg.task.metric}{unit}", scale)
+                             f"fraction ({cfg.sweep.split})", f"Δ {cfg.task.metric}{unit}", scale,
+                             extra, absolute_section(cfg, cells, scale))
+
+
+def absolute_section(cfg: PipelineConfig, cells: Sequence[Cell], scale: float) -> str:
+    """Markdown: every arm's mean score (sd, seeds) at every fraction, and the mean training
+    time of a run at each point."""
+    fractions = sorted({c.fraction for c in cells})
+    priors = list(dict.fromkeys(c.prior for c in cells))
+    at = {(c.prior, c.fraction): c for c in cells}
+    metric = cfg.task.metric
+    lines = ["", f"## Absolute {metric} ({cfg.sweep.split}) of every arm", "",
+             f"Mean {metric} x{scale:g} (sd over seeds, seeds); post-hoc arms train nothing.", "",
+             "| fraction | " + " | ".join(priors) + " | train s/run (mean over arms) |",
+             "|" + "---|" * (len(priors) + 2)]
+    for f in fractions:
+        row, secs = [f"{f:g}"], []
+        for p in priors:
+            c = at.get((p, f))
+            row.append("-" if c is None else f"{_fmt(c.mean, scale=scale)} ({_fmt(c.std, scale=scale)}, {c.n})")
+            if c is not None:
+                secs += c.seconds
+        row.append(_fmt(float(np.mean(secs))) if secs else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
