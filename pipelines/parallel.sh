@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a sweep's (fraction, seed) cells as one-thread processes side by side, then writes
 # its report over every finished cell. The first cell runs alone: it fills the prior
-# caches (DuckDB has one writer); the others then open them read-only.
+# caches (DuckDB has one writer); the others then open them read-only. When the caches
+# are already filled (an earlier run of the same pipeline), FIRST_ALONE=0 skips that wait.
 #   pipelines/parallel.sh JOBS PIPELINE "FRACTIONS" "SEEDS" [--set KEY=VALUE ...]
 #   pipelines/parallel.sh 2 pipelines/bc5cdr-curve.yaml "0.01 0.02" "0 1 2 3 4"
 # Each cell's log and wall time go to $LOGDIR (default runs/logs/<pipeline name>/).
@@ -28,7 +29,7 @@ run_cell() {  # fraction seed [--set ...]
 
 cells=()
 for f in $fractions; do for s in $seeds; do cells+=("$f $s"); done; done
-first=1
+first=${FIRST_ALONE:-1}
 for cell in "${cells[@]}"; do
   if [ $first -eq 1 ]; then run_cell ${cell% *} ${cell#* } "$@"; first=0; continue; fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
