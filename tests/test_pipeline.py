@@ -502,7 +502,7 @@ def test_sweep_table_plot_and_cli(tmp_path, tiny_model):
     secs = [float(r["train_seconds"]) for r in rows if r["prior"] == "paper" and r["fraction"] == "0.5"]
     assert float(curve_rows[0]["train s/run"]) == pytest.approx(statistics.mean(secs), abs=0.006)
     curve_md = (out / "curve.md").read_text()
-    assert "## Absolute spearman (eval) of every arm" in curve_md and "## Where the gain stops" in curve_md
+    assert "## Absolute spearman (eval) of every arm" in curve_md and "## Where the difference stops" in curve_md
     assert f"| 0.5 | {100 * statistics.mean(base):.2f} (" in curve_md
     # a second sweep trains nothing: every run is skipped
     stamps = sorted(p.stat().st_mtime_ns for p in out.rglob("metrics.json"))

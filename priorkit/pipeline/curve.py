@@ -195,7 +195,7 @@ def first_ci_with_zero(comparisons: Sequence[Comparison]) -> dict[tuple[str, str
 
 
 def _zero_section(comparisons: Sequence[Comparison]) -> str:
-    lines = ["", "## Where the gain stops being detected", "",
+    lines = ["", "## Where the difference stops being detected", "",
              "The smallest fraction from which on every 95% CI of Δ (over seeds) includes 0.", "",
              "| setting | vs | CI includes 0 from | CI excludes 0 at |", "|---|---|---|---|"]
     for (setting, ref), f in first_ci_with_zero(comparisons).items():
