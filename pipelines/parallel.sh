@@ -6,7 +6,7 @@
 #   pipelines/parallel.sh JOBS PIPELINE "FRACTIONS" "SEEDS" [--set KEY=VALUE ...]
 #   pipelines/parallel.sh 2 pipelines/bc5cdr-curve.yaml "0.01 0.02" "0 1 2 3 4"
 # Each cell's log and wall time go to $LOGDIR (default runs/logs/<pipeline name>/).
-# Run it through ../shared/bin/exclusive so nothing else heavy shares the cores.
+# Run nothing else heavy beside it: each cell's time is only comparable on idle cores.
 set -uo pipefail
 [ $# -ge 4 ] || { sed -n 2,8p "$0" >&2; exit 2; }
 jobs=$1 pipeline=$2 fractions=$3 seeds=$4; shift 4
