@@ -245,6 +245,9 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     column = f"{cfg.sweep.split}_{metric}"
     priors = [*prior_settings(cfg), *cfg.sweep.posthoc]
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
+    for c in cells:  # post-hoc arms train nothing: no training time to average
+        if c.prior in cfg.sweep.posthoc:
+            c.seconds = []
     counts: dict = {}  # run folder -> per-sentence entity counts, read once for both tables
     add_sentence_cis(cfg, cells, counts)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
