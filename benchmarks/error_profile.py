@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from priorkit.pipeline.config import PosthocConfig, load_config  # noqa: E402
 from priorkit.pipeline.data import load_data  # noqa: E402
 from priorkit.pipeline.plan import RunPlan  # noqa: E402
-from priorkit.pipeline.posthoc import dictionary_tags, entities  # noqa: E402
+from priorkit.pipeline.posthoc import dictionary_tags, entities, overlaps  # noqa: E402
 from priorkit.pipeline.predictions import read_predictions  # noqa: E402
 
 
@@ -38,11 +38,11 @@ def profile(pred: list[list[str]], gold: list[list[str]], dictionary: list[list[
         for e in p:
             if e in g:
                 c["exact"] += 1
-            elif any(x[0] == e[0] and x[1] <= e[2] and e[1] <= x[2] for x in g):
+            elif any(x[0] == e[0] and overlaps(x, e) for x in g):
                 c["boundary"] += 1
             elif any((x[1], x[2]) == (e[1], e[2]) for x in g):
                 c["type"] += 1
-            elif any(x[1] <= e[2] and e[1] <= x[2] for x in g):
+            elif any(overlaps(x, e) for x in g):
                 c["boundary"] += 1  # overlapping, other type and other words
             else:
                 c["spurious"] += 1
@@ -90,10 +90,9 @@ def main() -> None:
                 continue
             pred, gold = got
             per.setdefault(name, {})[s] = summary(profile(pred, gold, dictionary))
-    d = Counter()
-    for g_tags, d_tags in zip((e["tags"] for e in examples), dictionary):
-        d["gold"] += len(entities(g_tags))
-        d["dict"] += len(set(entities(g_tags)) & set(entities(d_tags)))
+    gold_tags = [e["tags"] for e in examples]
+    coverage = profile(gold_tags, gold_tags, dictionary)  # the gold entities the dictionary tags exactly
+    d = {"gold": coverage["gold"], "dict": coverage["gold_dict"]}
     cols = ["f1", "precision", "recall", "recall_dict", "recall_other", "boundary", "type", "spurious", "predicted"]
     print(f"{cfg.name}, fraction {args.fraction:g}, {split} ({len(examples)} sentences; the dictionary tags "
           f"{d['dict']} of {d['gold']} gold entities exactly); means over seeds\n")

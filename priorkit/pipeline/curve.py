@@ -175,6 +175,11 @@ def plot_curve(comparisons: Sequence[Comparison], path: Path, title: str, ylabel
     return path
 
 
+def _detected(s: Paired) -> bool:
+    """Whether the 95% CI excludes 0 on either side (a gain or a loss is detected)."""
+    return s.excludes_zero(True) or s.excludes_zero(False)
+
+
 def first_ci_with_zero(comparisons: Sequence[Comparison]) -> dict[tuple[str, str], float | None]:
     """Per (setting, reference): the smallest fraction from which on every CI includes 0.
 
@@ -187,7 +192,7 @@ def first_ci_with_zero(comparisons: Sequence[Comparison]) -> dict[tuple[str, str
         pts = sorted((c.fraction, c.stats) for c in comparisons if (c.setting, c.reference) == key)
         first = None
         for f, s in reversed(pts):
-            if s.n >= 2 and (s.ci_low > 0 or s.ci_high < 0):
+            if _detected(s):
                 break
             first = f
         out[key] = first
@@ -200,8 +205,7 @@ def _zero_section(comparisons: Sequence[Comparison]) -> str:
              "| setting | vs | CI includes 0 from | CI excludes 0 at |", "|---|---|---|---|"]
     for (setting, ref), f in first_ci_with_zero(comparisons).items():
         sig = [f"{c.fraction:g}" for c in sorted(comparisons, key=lambda c: c.fraction)
-               if (c.setting, c.reference) == (setting, ref) and c.stats.n >= 2
-               and (c.stats.ci_low > 0 or c.stats.ci_high < 0)]
+               if (c.setting, c.reference) == (setting, ref) and _detected(c.stats)]
         lines.append(f"| {setting} | {ref} | {'never (detected at the largest fraction)' if f is None else f'{f:g}'} "
                      f"| {', '.join(sig) or 'none'} |")
     return "\n".join(lines) + "\n"

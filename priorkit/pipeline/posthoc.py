@@ -41,7 +41,7 @@ def entities(tags: Sequence[str]) -> list[Entity]:
     return [(t, s, e) for t, s, e in get_entities(list(tags))]
 
 
-def _overlaps(a: Entity, b: Entity) -> bool:
+def overlaps(a: Entity, b: Entity) -> bool:
     return a[1] <= b[2] and b[1] <= a[2]
 
 
@@ -61,9 +61,9 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
         raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
     m, d = entities(model), entities(dictionary)
     if how == "union":
-        kept = m + [x for x in d if not any(_overlaps(x, y) for y in m)]
+        kept = m + [x for x in d if not any(overlaps(x, y) for y in m)]
     elif how == "override":
-        kept = d + [x for x in m if not any(_overlaps(x, y) for y in d)]
+        kept = d + [x for x in m if not any(overlaps(x, y) for y in d)]
     else:
         raise PriorkitError(f"unknown merge {how!r}; choose union or override")
     return render(kept, len(model))
