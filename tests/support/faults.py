@@ -90,8 +90,10 @@ def kill_after(script: str, after_batches: int, delay: float) -> Kill:
     finally:
         proc.kill()
         proc.wait()
-    for line in proc.stdout.read().splitlines():  # what it printed before the kill landed
-        if line.strip():
+    # what it printed before the kill landed; a last line the kill cut short (no newline)
+    # was never fully reported, so it does not count
+    for line in proc.stdout.read().splitlines(keepends=True):
+        if line.endswith("\n") and line.strip():
             seen(line)
     kill.finished_first = (proc.returncode != -signal.SIGKILL
                            or (kill.last_line.split() or [""])[0] in ("done", "error"))
