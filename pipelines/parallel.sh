@@ -5,6 +5,8 @@
 # are already filled (an earlier run of the same pipeline), FIRST_ALONE=0 skips that wait.
 #   pipelines/parallel.sh JOBS PIPELINE "FRACTIONS" "SEEDS" [--set KEY=VALUE ...]
 #   pipelines/parallel.sh 2 pipelines/bc5cdr-curve.yaml "0.01 0.02" "0 1 2 3 4"
+# CELLS="1.0:0 1.0:1 0.2:0 ..." runs those (fraction:seed) cells in that order instead of every
+# fraction x seed (put the longest first); the report then covers FRACTIONS x SEEDS.
 # Each cell's log and wall time go to $LOGDIR (default runs/logs/<pipeline name>/).
 # Run nothing else heavy beside it: each cell's time is only comparable on idle cores.
 set -uo pipefail
@@ -28,7 +30,11 @@ run_cell() {  # fraction seed [--set ...]
 }
 
 cells=()
-for f in $fractions; do for s in $seeds; do cells+=("$f $s"); done; done
+if [ -n "${CELLS:-}" ]; then
+  for c in $CELLS; do cells+=("${c%%:*} ${c#*:}"); done
+else
+  for f in $fractions; do for s in $seeds; do cells+=("$f $s"); done; done
+fi
 first=${FIRST_ALONE:-1}
 for cell in "${cells[@]}"; do
   if [ $first -eq 1 ]; then run_cell ${cell% *} ${cell#* } "$@"; first=0; continue; fi
