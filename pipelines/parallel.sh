@@ -8,6 +8,7 @@
 # CELLS="1.0:0 1.0:1 0.2:0 ..." runs those (fraction:seed) cells in that order instead of every
 # fraction x seed (put the longest first); the report then covers FRACTIONS x SEEDS.
 # Each cell's log and wall time go to $LOGDIR (default runs/logs/<pipeline name>/).
+# REPORT=0 skips the closing report (e.g. when two of these share the cores as lanes).
 # Run nothing else heavy beside it: each cell's time is only comparable on idle cores.
 set -uo pipefail
 [ $# -ge 4 ] || { sed -n 2,8p "$0" >&2; exit 2; }
@@ -42,6 +43,7 @@ for cell in "${cells[@]}"; do
   run_cell ${cell% *} ${cell#* } "$@" &
 done
 wait
+[ "${REPORT:-1}" = 0 ] && exit 0
 flist="[$(echo $fractions | sed 's/ /, /g')]"
 slist="[$(echo $seeds | sed 's/ /, /g')]"
 "$pk" sweep "$pipeline" --report-only --set "sweep.fractions=$flist" --set "sweep.seeds=$slist" "$@"
