@@ -74,6 +74,23 @@ def test_missing_runs_and_a_single_seed_never_pay_off():
     assert not lone.pays_off and lone.reason == "beats none, but no control arm to rule out the values alone"
 
 
+
+def test_a_setting_never_run_at_a_fraction_reads_not_run_not_fails():
+    prior = [b + 0.03 for b in BASE]
+    table = {**scores(none=BASE, prior=prior, control=BASE), ("none", 0.5): dict(enumerate(BASE))}
+    comps = vd.control_comparisons(table, {"prior": "control"}, "none", [0.5, 1.0])
+    raw = vd.control_verdicts(comps, {"prior": "control"}, "none", [0.5, 1.0], True)
+    assert raw[0].reason == "no paired runs with none yet"  # what the rule alone says of 0.5
+    half, full = vd.mark_not_run(raw, table)
+    assert (half.ran, half.pays_off, half.label) == (False, False, "not run")
+    assert half.line == "fraction 0.5, prior: not run"
+    assert full == raw[1] and full.ran  # a run setting keeps its verdict, whatever it is
+    # a setting run at the fraction whose baseline is missing is still a failed verdict, not "not run"
+    lone = {("prior", 1.0): dict(enumerate(prior)), ("control", 1.0): dict(enumerate(BASE))}
+    comps = vd.control_comparisons(lone, {"prior": "control"}, "none", [1.0])
+    [v] = vd.mark_not_run(vd.control_verdicts(comps, {"prior": "control"}, "none", [1.0], True), lone)
+    assert v.ran and v.label == "no: no paired runs with none yet"
+
 # ---- config errors by file and line ------------------------------------------------------
 HEAD = """\
 name: c

@@ -40,14 +40,20 @@ class Verdict:
     #: "pays off" (vs the baseline and the controls) or "posthoc" (vs the post-hoc arms: does
     #: the knowledge need a learned channel, or does merging the dictionary afterwards do as well?)
     question: str = "pays off"
+    #: False when ``setting`` has no finished run at ``fraction`` at all (:func:`mark_not_run`)
+    ran: bool = True
 
     @property
     def label(self) -> str:
-        """``yes`` or ``no: <what failed>`` (the ``pays off`` column)."""
+        """``yes``, ``no: <what failed>`` or ``not run`` (the ``pays off`` column)."""
+        if not self.ran:
+            return "not run"
         return "yes" if self.pays_off else f"no: {self.reason}"
 
     @property
     def line(self) -> str:
+        if not self.ran:
+            return f"fraction {self.fraction:g}, {self.setting}: not run"
         if self.question == "posthoc":
             did = "beats" if self.pays_off else "does not beat"
             return f"fraction {self.fraction:g}, {self.setting}: {did} the dictionary merged afterwards ({self.reason})"
@@ -143,6 +149,16 @@ def posthoc_verdicts(comps: Sequence[Comparison], judged: Sequence[str], posthoc
     return out
 
 
+def mark_not_run(verdicts: Sequence[Verdict], scores: Scores) -> list[Verdict]:
+    """The verdicts of settings with no finished run at their fraction marked ``not run``.
+
+    Without this such a setting would read "does not pay off (no paired runs with none
+    yet)", as if it had been run and failed, when a sweep covers some arms at some
+    fractions only (cells run by hand, ``sweep.priors`` cut down on the command line)."""
+    return [v if scores.get((v.setting, v.fraction)) else
+            dataclasses.replace(v, pays_off=False, reason="not run", ran=False) for v in verdicts]
+
+
 def seeds_ahead(c: Comparison, higher_is_better: bool) -> int:
     """Seeds on which the setting scored better than its reference."""
     return sum(1 for d in c.deltas if (d > 0 if higher_is_better else d < 0))
@@ -233,6 +249,7 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
         merge_comps = posthoc_comparisons(scores, judged, posthoc, sw.fractions)
         comps = sorted(comps + merge_comps, key=lambda c: sw.fractions.index(c.fraction))  # stable: by fraction
         verdicts += posthoc_verdicts(merge_comps, judged, posthoc, sw.fractions, higher, scale)
+    verdicts = mark_not_run(verdicts, scores)
     from .plan import RunPlan
     from .predictions import sentence_ci
 
