@@ -7,6 +7,7 @@ differences named by ``--pairs`` (``priorkit.pipeline.curve.compare``: mean, 95%
 seeds both arms share, seeds ahead). ``--runs-csv`` also writes one row per run.
 
     python benchmarks/curve_tables.py pipelines/bc5cdr-curve.yaml --runs-csv docs/results/bc5cdr-curve-runs.csv
+    python benchmarks/curve_tables.py pipelines/bc5cdr-curve.yaml --set name=bc5cdr-curve-mpnet-lr1e-4 ...  # another sweep of it
 
 The sweep's own report (``priorkit sweep PIPELINE --report-only``: curve.md, results.md,
 controls.md) has the same differences with the sentence bootstrap beside them; this script
@@ -40,8 +41,10 @@ def main() -> None:
                     help="differences to tabulate, each 'arm-baseline' (arm names may hold '-'; a pair "
                          "whose arms have no runs is left out)")
     ap.add_argument("--runs-csv", type=Path, help="also write one row per run here")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a field of the pipeline file, as `priorkit sweep --set` (repeatable)")
     args = ap.parse_args()
-    cfg = load_config(args.pipeline)
+    cfg = load_config(args.pipeline, args.overrides)
     metric = cfg.task.metric
     column = f"{args.split}_{metric}"
     rows = [r for r in collect_rows(cfg, grid(cfg)) if r.get(column) is not None]
