@@ -24,7 +24,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from priorkit.pipeline.config import load_config  # noqa: E402
-from priorkit.pipeline.curve import compare  # noqa: E402
+from priorkit.pipeline.curve import compare, score_table  # noqa: E402
 from priorkit.pipeline.sweep import collect_rows, grid  # noqa: E402
 
 ARMS = ["none", "features", "attention", "both", "random-spans", "shuffled", "dict-union", "dict-override"]
@@ -50,9 +50,7 @@ def main() -> None:
     rows = [r for r in collect_rows(cfg, grid(cfg)) if r.get(column) is not None]
     if not rows:
         raise SystemExit(f"no scored runs with {column} for {args.pipeline}")
-    scores: dict[tuple[str, float], dict[int, float]] = {}
-    for r in rows:
-        scores.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = 100 * r[column]
+    scores = score_table(rows, column, scale=100.0)
     present = {a for a, _ in scores}
     arms = [a for a in args.arms if a in present]
     fractions = sorted({f for _, f in scores})

@@ -74,7 +74,6 @@ def test_missing_runs_and_a_single_seed_never_pay_off():
     assert not lone.pays_off and lone.reason == "beats none, but no control arm to rule out the values alone"
 
 
-
 def test_a_setting_never_run_at_a_fraction_reads_not_run_not_fails():
     prior = [b + 0.03 for b in BASE]
     table = {**scores(none=BASE, prior=prior, control=BASE), ("none", 0.5): dict(enumerate(BASE))}
@@ -90,6 +89,7 @@ def test_a_setting_never_run_at_a_fraction_reads_not_run_not_fails():
     comps = vd.control_comparisons(lone, {"prior": "control"}, "none", [1.0])
     [v] = vd.mark_not_run(vd.control_verdicts(comps, {"prior": "control"}, "none", [1.0], True), lone)
     assert v.ran and v.label == "no: no paired runs with none yet"
+
 
 # ---- config errors by file and line ------------------------------------------------------
 HEAD = """\

@@ -17,7 +17,7 @@ import csv
 import dataclasses
 import math
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,17 @@ class Comparison:
     @property
     def stats(self) -> Paired:
         return paired(self.deltas)
+
+
+def score_table(rows: Sequence[Mapping[str, Any]], column: str, scale: float = 1.0
+                ) -> dict[tuple[str, float], dict[int, float]]:
+    """``{(setting, fraction): {seed: score * scale}}`` from a sweep's result rows (rows
+    without ``column`` are left out): the form :func:`compare` reads."""
+    scores: dict[tuple[str, float], dict[int, float]] = {}
+    for r in rows:
+        if r.get(column) is not None:
+            scores.setdefault((r["prior"], float(r["fraction"])), {})[int(r["seed"])] = scale * float(r[column])
+    return scores
 
 
 def compare(scores: dict[tuple[str, float], dict[int, float]], setting: str, reference: str,

@@ -234,10 +234,7 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
     if not sw.controls and not sw.posthoc:
         return [], {}
     column = f"{sw.split}_{cfg.task.metric}"
-    scores: dict[tuple[str, float], dict[int, float]] = {}
-    for r in rows:
-        if r.get(column) is not None:
-            scores.setdefault((r["prior"], float(r["fraction"])), {})[int(r["seed"])] = float(r[column])
+    scores = cv.score_table(rows, column)
     higher = is_better(cfg.task.metric, 1.0, 0.0)
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     comps = control_comparisons(scores, sw.controls, sw.baseline, sw.fractions)
