@@ -212,16 +212,13 @@ def collect_rows(cfg: PipelineConfig, plans: Sequence[RunPlan]) -> list[dict[str
 def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors: Sequence[str],
               fractions: Sequence[float]) -> list[Cell]:
     """Cells per (prior, fraction), paired with the baseline's runs of the same seeds."""
-    by, usage = {}, {}
-    for r in rows:
-        if r.get(column) is not None:
-            by.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = float(r[column])
-            usage.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = r
+    by = curve.score_table(rows, column)
+    run_of = {(r["prior"], float(r["fraction"]), int(r["seed"])): r for r in rows if r.get(column) is not None}
     cells = []
     for f in fractions:
-        base = by.get((baseline, f), {})
+        base = by.get((baseline, float(f)), {})
         for p in priors:
-            got = by.get((p, f), {})
+            got = by.get((p, float(f)), {})
             if not got:
                 continue
             seeds = sorted(got)
@@ -229,7 +226,7 @@ def aggregate(rows: Sequence[dict[str, Any]], column: str, baseline: str, priors
             cell = Cell(p, f, [got[s] for s in seeds],
                         paired if p != baseline and len(paired) == len(seeds) else None,
                         seeds, baseline)
-            runs = [usage[(p, f)][s] for s in seeds]
+            runs = [run_of[(p, float(f), s)] for s in seeds]
             cell.shifts = [float(r["prior_shift"]) for r in runs if r.get("prior_shift") is not None]
             cell.learned = [float(r["prior_learned"]) for r in runs if r.get("prior_learned") is not None]
             cell.seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
