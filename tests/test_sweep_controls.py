@@ -65,7 +65,12 @@ def test_neither_and_the_lower_is_better_direction():
 
 def test_missing_runs_and_a_single_seed_never_pay_off():
     prior = [b + 0.03 for b in BASE]
-    assert verdict_of(scores(none=BASE, prior=prior)).reason == "no paired runs with control control yet"
+    unjudged = verdict_of(scores(none=BASE, prior=prior))
+    assert unjudged.reason == "no paired runs with control control yet" and not unjudged.pays_off
+    assert not unjudged.judged and unjudged.label == "not judged: no paired runs with control control yet"
+    # a comparison that already fails settles it: "no", even with the control still missing
+    flat = verdict_of(scores(none=BASE, prior=[b + 0.001 * (-1) ** i for i, b in enumerate(BASE)]))
+    assert flat.judged and flat.label.startswith("no: vs none: 95% CI [")
     one = verdict_of(scores(none=BASE[:1], prior=prior[:1], control=BASE[:1]))
     assert not one.pays_off and "1 paired seed(s), no CI" in one.reason
     # tune.arms uses the same rule: a prior without a control cannot pay off
@@ -84,11 +89,12 @@ def test_a_setting_never_run_at_a_fraction_reads_not_run_not_fails():
     assert (half.ran, half.pays_off, half.label) == (False, False, "not run")
     assert half.line == "fraction 0.5, prior: not run"
     assert full == raw[1] and full.ran  # a run setting keeps its verdict, whatever it is
-    # a setting run at the fraction whose baseline is missing is still a failed verdict, not "not run"
+    # a setting run at the fraction whose baseline is missing is "not judged", not "not run"
     lone = {("prior", 1.0): dict(enumerate(prior)), ("control", 1.0): dict(enumerate(BASE))}
     comps = vd.control_comparisons(lone, {"prior": "control"}, "none", [1.0])
     [v] = vd.mark_not_run(vd.control_verdicts(comps, {"prior": "control"}, "none", [1.0], True), lone)
-    assert v.ran and v.label == "no: no paired runs with none yet"
+    assert v.ran and not v.judged and v.label == "not judged: no paired runs with none yet"
+    assert v.line == "fraction 1, prior: not judged (no paired runs with none yet)"
 
 
 # ---- config errors by file and line ------------------------------------------------------

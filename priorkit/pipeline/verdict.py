@@ -42,18 +42,26 @@ class Verdict:
     question: str = "pays off"
     #: False when ``setting`` has no finished run at ``fraction`` at all (:func:`mark_not_run`)
     ran: bool = True
+    #: False when a side the rule needs (the baseline, a control) has no paired run at
+    #: ``fraction`` and nothing run so far already fails it: the rule cannot answer yet
+    judged: bool = True
 
     @property
     def label(self) -> str:
-        """``yes``, ``no: <what failed>`` or ``not run`` (the ``pays off`` column)."""
+        """``yes``, ``no: <what failed>``, ``not judged: <what is missing>`` or ``not run``
+        (the ``pays off`` column)."""
         if not self.ran:
             return "not run"
+        if not self.judged:
+            return f"not judged: {self.reason}"
         return "yes" if self.pays_off else f"no: {self.reason}"
 
     @property
     def line(self) -> str:
         if not self.ran:
             return f"fraction {self.fraction:g}, {self.setting}: not run"
+        if not self.judged:
+            return f"fraction {self.fraction:g}, {self.setting}: not judged ({self.reason})"
         if self.question == "posthoc":
             did = "beats" if self.pays_off else "does not beat"
             return f"fraction {self.fraction:g}, {self.setting}: {did} the dictionary merged afterwards ({self.reason})"
@@ -85,15 +93,16 @@ def judge(setting: str, fraction: float, baseline: str, vs_baseline: Comparison 
     control (None: no paired runs yet); ``no_control`` says where a control would be named
     when the setting has none (then it cannot pay off: the values alone are not ruled out).
     """
-    if vs_baseline is None:
-        return Verdict(fraction, setting, False, f"no paired runs with {baseline} yet")
-    missing = [name for name, c in vs_controls.items() if c is None]
-    if missing:
-        return Verdict(fraction, setting, False, f"no paired runs with control {', '.join(missing)} yet")
     failed = [why for c in [vs_baseline, *vs_controls.values()]
               if c is not None and (why := shortfall(c, higher_is_better, scale)) is not None]
-    if failed:
+    if failed:  # a comparison that fails settles it, whatever is still missing
         return Verdict(fraction, setting, False, "; ".join(failed))
+    if vs_baseline is None:
+        return Verdict(fraction, setting, False, f"no paired runs with {baseline} yet", judged=False)
+    missing = [name for name, c in vs_controls.items() if c is None]
+    if missing:
+        return Verdict(fraction, setting, False, f"no paired runs with control {', '.join(missing)} yet",
+                       judged=False)
     if not vs_controls:
         return Verdict(fraction, setting, False,
                        f"beats {baseline}, but {no_control} to rule out the values alone")
@@ -140,10 +149,11 @@ def posthoc_verdicts(comps: Sequence[Comparison], judged: Sequence[str], posthoc
             missing = [a for a, c in got.items() if c is None]
             failed = [why for c in got.values() if c is not None
                       and (why := shortfall(c, higher_is_better, scale)) is not None]
-            if missing:
-                out.append(Verdict(f, setting, False, f"no paired runs with {', '.join(missing)} yet", "posthoc"))
-            elif failed:
+            if failed:
                 out.append(Verdict(f, setting, False, "; ".join(failed), "posthoc"))
+            elif missing:
+                out.append(Verdict(f, setting, False, f"no paired runs with {', '.join(missing)} yet", "posthoc",
+                                   judged=False))
             else:
                 out.append(Verdict(f, setting, True, f"vs {', '.join(posthoc)}", "posthoc"))
     return out

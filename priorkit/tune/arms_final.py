@@ -113,7 +113,8 @@ def verdicts(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
             controls = {n: by.get((f, name, n)) for n, a in arms.items() if a.control_of == name}
             v = judge(name, f, reference, by.get((f, name, reference)), controls, higher, scale=scale,
                       no_control=f"no control arm (control_of: {name})")
-            out.append((f, name, ("pays off: " if v.pays_off else "does not pay off: ") + v.reason))
+            said = "pays off: " if v.pays_off else "does not pay off: " if v.judged else "not judged: "
+            out.append((f, name, said + v.reason))
     return out
 
 
