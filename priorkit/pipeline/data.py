@@ -47,10 +47,29 @@ def load_data(cfg: PipelineConfig) -> dict[str, Split]:
         examples, origin = read_source(src, where, numeric_label=cfg.task.type == "regression")
         examples = slice_examples(examples, src)
         _check_kind(examples, cfg.task.type, name, where, origin)
+        if cfg.data.entity_types is not None:
+            examples = keep_types(examples, cfg.data.entity_types, cfg.where("data.entity_types"), origin)
         out[name] = Split(name, examples, origin, digest(examples))
     if cfg.data.unlabeled is not None:
         out["unlabeled"] = load_unlabeled(cfg.data.unlabeled, cfg.where("data.unlabeled"))
     return out
+
+
+def keep_types(examples: list[dict], types: list[str], where: str, origin: str) -> list[dict]:
+    """``data.entity_types``: tagged sentences with the tags of every other entity type set to O."""
+    keep = set(types)
+    if not keep:
+        raise DataFormatError(f"{where}: data.entity_types is empty; name at least one entity type or leave it null")
+    if "words" not in examples[0]:
+        raise DataFormatError(f"{where}: data.entity_types applies to tagged sentences (token classification), "
+                              f"but {origin} holds sentence examples")
+    have = {t.split("-", 1)[1] for e in examples for t in e["tags"] if "-" in t}
+    missing = sorted(keep - have)
+    if missing and len(missing) == len(keep):
+        raise DataFormatError(f"{where}: data.entity_types names {', '.join(missing)}, but {origin} has no such "
+                              f"entity type; its types are {', '.join(sorted(have)) or 'none'}")
+    return [{**e, "tags": [t if t == "O" or t.split("-", 1)[-1] in keep else "O" for t in e["tags"]]}
+            for e in examples]
 
 
 def load_unlabeled(src: DataSource, where: str) -> Split:

@@ -75,6 +75,10 @@ class DataConfig:
     #: labels are ignored (CoNLL, or format: text -- one sentence a line, words split on spaces);
     #: null: the rest of data.train (the part not in the run's training subset), labels hidden.
     unlabeled: DataSource | None = None
+    #: token classification: keep only these entity types (their B-/I- tags); every other
+    #: type's tags become O in every split, e.g. [Disease] for BC5CDR's disease mentions alone.
+    #: null: all types.
+    entity_types: list[str] | None = None
 
 
 @dataclasses.dataclass
