@@ -17,7 +17,8 @@ the split's sentences in order with ``matches_document`` (abbreviations carried 
 sentences; BC5CDR's files keep no document boundaries, -1: to the end of the split).
 ``--ablation`` scores the old matcher, each rule added to it alone, the defaults, each rule
 flipped in the defaults, and the document-level variants, and writes
-docs/results/matcher-ablation-<split>.csv and .md.
+docs/results/matcher-ablation-<split>.csv and .md.  It chooses rules, so it runs on devel
+(its default) or train and refuses the test split.  Without ``--ablation`` the split is test.
 """
 from __future__ import annotations
 
@@ -163,9 +164,11 @@ def ablation(args, examples: list, types: dict) -> None:
     print(f"wrote {stem}.csv and .md")
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; ``--split`` resolved (test, or devel with ``--ablation``, which refuses test)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", default="test", choices=["train", "devel", "test"])
+    ap.add_argument("--split", choices=["train", "devel", "test"],
+                    help="default: test, or devel with --ablation (which refuses test)")
     ap.add_argument("--source", default="hpo+mesh", help="ontology source(s), e.g. hpo, mesh, hpo+mesh")
     ap.add_argument("--types", default=json.dumps(BC5CDR_TYPES),
                     help="JSON group -> entity type, in priority order (default: %(default)s)")
@@ -180,7 +183,18 @@ def main() -> None:
     ap.add_argument("--filter-count", type=int, default=3)
     ap.add_argument("--filter-precision", type=float, default=0.2)
     ap.add_argument("--json", help="also write the scores here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.ablation and args.split == "test":
+        ap.exit(2, f"{ap.prog}: error: --ablation chooses matcher rules, so it refuses --split test; "
+                   "use --split devel (its default)\n")
+    if args.split is None:
+        args.split = "devel" if args.ablation else "test"
+    args.error = ap.error
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     types = json.loads(args.types)
     src = DataSource(source="bc5cdr", split=args.split, sample=args.sample, sample_seed=args.sample_seed)
     examples, origin = read_source(src)
@@ -191,7 +205,7 @@ def main() -> None:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:
-            ap.error(f"--set {item!r}: write RULE=VALUE, e.g. --set abbreviations=false")
+            args.error(f"--set {item!r}: write RULE=VALUE, e.g. --set abbreviations=false")
         params[key] = _value(value)
     if args.make_filter:
         terms = make_filter(args.source, params, types, args.filter_count, args.filter_precision)

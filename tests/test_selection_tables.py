@@ -6,6 +6,8 @@
 * A sweep reported on eval writes its selection file by itself (and ``--selection-csv``
   a copy); one reported on test refuses ``--selection-csv``.
 * The sweep table printed to something that is not a terminal (a log, CI) is not cut.
+* A file's ``chosen`` setting is its arm's best on the split (the devel maximum), or the
+  file says why not in its ``reason`` column, which the table shows.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from priorkit.pipeline.selection import COLUMNS, markdown, read_selection, update_markers
+from priorkit.pipeline.selection import COLUMNS, REASON, markdown, read_selection, unexplained_choices, update_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -39,12 +41,49 @@ def test_the_docs_selection_tables_are_generated_from_the_files():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_selection_files_never_use_test_and_choose_one_setting_per_arm(path):
     rows = read_selection(path)
-    assert rows and list(rows[0]) == COLUMNS
+    assert rows and list(rows[0]) in (COLUMNS, COLUMNS + [REASON])
     assert all(r["split"] != "test" and "test" not in r["origin"] for r in rows)
     for arm in {r["arm"] for r in rows}:
         chosen = {r["setting"] for r in rows if r["arm"] == arm and r["chosen"] == "yes"}
         assert len(chosen) <= 1, (arm, chosen)
     assert all(r["source"] for r in rows), "every row says where it came from"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_a_chosen_setting_is_the_devel_maximum_or_says_why_not(path):
+    assert unexplained_choices(read_selection(path)) == []
+
+
+def _rows(values, chosen, reason=""):
+    return [{"arm": "attention", "setting": s, "split": "devel", "seed": "0", "fraction": "1.0", "metric": "f1",
+             "value": v, "chosen": "yes" if s == chosen else "", REASON: reason if s == chosen else ""}
+            for s, v in values]
+
+
+def test_a_choice_below_the_maximum_needs_a_reason_and_the_table_shows_it():
+    values = [("lr 4e-4", "0.8283"), ("lr 2e-4", "0.8307")]
+    (problem,) = unexplained_choices(_rows(values, "lr 4e-4"))
+    assert problem.startswith("attention / lr 4e-4 (fraction 1.0): chosen but not the best on devel")
+    assert unexplained_choices(_rows(values, "lr 2e-4")) == []
+    explained = _rows(values, "lr 4e-4", "kept: within the seed spread")
+    assert unexplained_choices(explained) == []
+    table = markdown(explained)
+    assert "| attention | **lr 4e-4**† | **82.83** |" in table
+    assert "† attention, lr 4e-4: chosen although not the best on devel: kept: within the seed spread" in table
+    # lower is better for mse; a reason on a setting not chosen is a mistake
+    mse = [dict(r, metric="mse") for r in _rows(values, "lr 4e-4")]
+    assert unexplained_choices(mse) == []
+    stray = _rows(values, "lr 4e-4", "x")
+    stray[1][REASON] = "misplaced"
+    assert any("not chosen" in p for p in unexplained_choices(stray))
+
+
+def test_the_check100_file_keeps_its_choice_with_its_reason():
+    rows = read_selection(RESULTS / "bc5cdr-curve-check100-selection.csv")
+    att = {r["setting"]: r for r in rows if r["arm"] == "attention"}
+    kept = att["lr 4e-4, 5 epochs (reused 10% setting)"]
+    assert kept["chosen"] == "yes" and float(kept["value"]) < float(att["lr 2e-4, 5 epochs"]["value"])
+    assert "seed" in kept[REASON] and "reused" in kept[REASON]
 
 
 def test_markdown_of_a_file_averages_seeds_and_bolds_the_choice():
@@ -145,3 +184,28 @@ def test_print_table_to_a_log_is_not_cut(tmp_path):
     term = io.StringIO()
     print_table(cfg, cells, Console(file=term, width=300, force_terminal=True))
     assert "┃" in term.getvalue() or "│" in term.getvalue()
+
+
+# ---- the matcher ablation never sees test ---------------------------------------------------------
+def _baseline():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dictionary_baseline", ROOT / "benchmarks" / "dictionary_baseline.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_ablation_defaults_to_devel_and_refuses_test():
+    import subprocess
+    import sys
+
+    mod = _baseline()
+    assert mod.parse_args(["--ablation"]).split == "devel"
+    assert mod.parse_args([]).split == "test"  # the plain baseline scores beside the trained models
+    assert mod.parse_args(["--ablation", "--split", "train"]).split == "train"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dictionary_baseline.py"), "--ablation",
+                          "--split", "test"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stdout == ""
+    (line,) = res.stderr.strip().splitlines()
+    assert "--ablation" in line and "refuses --split test" in line

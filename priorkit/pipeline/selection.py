@@ -11,7 +11,12 @@ A selection file (``docs/results/*-selection.csv``) has one row per scored run:
   it came from (a sample of devel ...); ``metric`` / ``value``: the score, unscaled;
 * ``chosen``: ``yes`` for the setting the selection kept, else empty (a sweep leaves it
   empty: choosing is the reader's step);
-* ``source``: the run folder, or how the row was obtained when there is none.
+* ``source``: the run folder, or how the row was obtained when there is none;
+* ``reason`` (optional, a last column): on a ``chosen`` row that is not its arm's best
+  on the split (the devel maximum; the minimum for ``mse``), why it was kept anyway.
+  :func:`unexplained_choices` names every chosen setting that is neither the best nor
+  explained (``tests/test_selection_tables.py`` runs it on every file), and the table
+  shows the reason under a dagger.
 
 :func:`write_sweep_selection` writes a sweep's file (``priorkit sweep`` does so by itself
 when ``sweep.split`` is not ``test``); :func:`markdown` renders a file as the table the
@@ -28,6 +33,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 COLUMNS = ["arm", "setting", "split", "origin", "seed", "fraction", "metric", "value", "chosen", "source"]
+REASON = "reason"  # optional last column: why a chosen setting is not the best on the split
+LOWER_IS_BETTER = {"mse"}
 MARKER = re.compile(r"<!-- selection-table: (?P<file>[^ ]+) -->\n(?P<table>.*?)<!-- /selection-table -->",
                     re.DOTALL)
 
@@ -36,11 +43,12 @@ def write_selection(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
+    columns = COLUMNS + ([REASON] if any(r.get(REASON) for r in rows) else [])
     with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w = csv.DictWriter(fh, fieldnames=columns)
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, "") for k in COLUMNS})
+            w.writerow({k: r.get(k, "") for k in columns})
     tmp.replace(path)
     return path
 
@@ -93,29 +101,66 @@ def write_sweep_selection(cfg: Any, rows: Sequence[Mapping[str, Any]], path: Pat
     return write_selection(sweep_selection_rows(cfg, rows), path)
 
 
+def _groups(rows: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], list[Mapping[str, str]]]:
+    groups: dict[tuple[str, str], list[Mapping[str, str]]] = {}
+    for r in rows:
+        groups.setdefault((r["arm"], r["setting"]), []).append(r)
+    return groups
+
+
+def _mean(group: Sequence[Mapping[str, str]]) -> float:
+    return sum(float(r["value"]) for r in group) / len(group)
+
+
+def _reason(group: Sequence[Mapping[str, str]]) -> str:
+    return next((r.get(REASON) or "" for r in group if (r.get(REASON) or "").strip()), "").strip()
+
+
+def unexplained_choices(rows: Sequence[Mapping[str, str]]) -> list[str]:
+    """Every chosen setting that is not the best of its arm and fraction on the split (the
+    maximum of the seed means; the minimum for ``mse``) and carries no ``reason``, and every
+    ``reason`` on a row that is not chosen, each as one line naming the arm and setting."""
+    problems = []
+    by_arm: dict[tuple[str, str], dict[str, list[Mapping[str, str]]]] = {}
+    for (arm, setting), g in _groups(rows).items():
+        by_arm.setdefault((arm, g[0].get("fraction", "")), {})[setting] = g
+        if _reason(g) and not any(r.get("chosen") == "yes" for r in g):
+            problems.append(f"{arm} / {setting}: a reason on a setting that is not chosen")
+    for (arm, fraction), settings in by_arm.items():
+        sign = -1.0 if next(iter(settings.values()))[0]["metric"] in LOWER_IS_BETTER else 1.0
+        best = max(sign * _mean(g) for g in settings.values())
+        for setting, g in settings.items():
+            if any(r.get("chosen") == "yes" for r in g) and sign * _mean(g) < best - 1e-12 and not _reason(g):
+                problems.append(f"{arm} / {setting} (fraction {fraction}): chosen but not the best on "
+                                f"{g[0]['split']} ({_mean(g):.4f}); set its `{REASON}` column to say why")
+    return problems
+
+
 def _points(value: float, metric: str) -> str:
     return f"{value:.4f}" if metric == "mse" else f"{100 * value:.2f}"
 
 
 def markdown(rows: Sequence[Mapping[str, str]]) -> str:
     """The table of a selection file: one row per (arm, setting) in file order, the mean over
-    its seeds (x100 unless the metric is mse); the chosen settings in bold."""
-    groups: dict[tuple[str, str], list[Mapping[str, str]]] = {}
-    for r in rows:
-        groups.setdefault((r["arm"], r["setting"]), []).append(r)
+    its seeds (x100 unless the metric is mse); the chosen settings in bold; a chosen setting
+    with a ``reason`` (not the best on the split) marked with a dagger, the reason below."""
+    groups = _groups(rows)
     splits = sorted({r["split"] for r in rows})
     metrics = sorted({r["metric"] for r in rows})
     seeds = max((len(g) for g in groups.values()), default=0)
     head = f"{'/'.join(splits)} {'/'.join(m.upper() if m == 'f1' else m for m in metrics)}"
     lines = ["| arm | setting | " + head + (" | seeds |" if seeds > 1 else " |"),
              "|---|---|---|" + ("---|" if seeds > 1 else "")]
+    notes = []
     for (arm, setting), g in groups.items():
-        mean = sum(float(r["value"]) for r in g) / len(g)
-        value = _points(mean, g[0]["metric"])
+        value = _points(_mean(g), g[0]["metric"])
         if any(r.get("chosen") == "yes" for r in g):
-            setting, value = f"**{setting}**", f"**{value}**"
+            if _reason(g):
+                notes.append(f"{'†' * (len(notes) + 1)} {arm}, {setting}: chosen although not the best on "
+                             f"{g[0]['split']}: {_reason(g)}")
+            setting, value = f"**{setting}**" + ("†" * len(notes) if _reason(g) else ""), f"**{value}**"
         lines.append(f"| {arm} | {setting} | {value} |" + (f" {len(g)} |" if seeds > 1 else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
 
 
 def update_markers(text: str, folder: Path) -> tuple[str, list[str]]:
