@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import checkpoint
+from . import adapters, checkpoint
 from .architectures import BASE_IMPLEMENTATIONS, attention_modules
 from .dispatch import LAYER_ATTR, LayerPrior, base_of, implementation_name
 from .errors import PriorAttentionConfigError, UnsupportedModelError
@@ -170,8 +170,9 @@ def enable_prior_attention(
                 module.register_parameter(param_name, nn.Parameter(value))
         if param_name is not None and restoring:
             _load_learned(model, modules, settings, param_name)
+        adapters.install(model, modules, settings.layers)  # MPNet, DeBERTa-v2: prior= routed by hooks
     except BaseException:
-        _strip(modules)  # a failed enable leaves the model as it was
+        _strip(model, modules)  # a failed enable leaves the model as it was
         raise
 
     setattr(model, _STATE_ATTR, {"base": current, "previous": saved})
@@ -218,7 +219,7 @@ def disable_prior_attention(model: nn.Module) -> nn.Module:
     if base is None:
         return model
     state = model.__dict__.pop(_STATE_ATTR, {"base": base, "previous": _ABSENT})
-    _strip(attention_modules(model))
+    _strip(model, attention_modules(model))
     config._attn_implementation = state["base"]
     if state["previous"] is _ABSENT:
         config.__dict__.pop(CONFIG_KEY, None)
@@ -227,7 +228,8 @@ def disable_prior_attention(model: nn.Module) -> nn.Module:
     return model
 
 
-def _strip(modules: list[nn.Module]) -> None:
+def _strip(model: nn.Module, modules: list[nn.Module]) -> None:
+    adapters.uninstall(model, modules)
     for module in modules:
         module.__dict__.pop(LAYER_ATTR, None)
         module.__dict__.pop(SUPERVISION_ATTR, None)

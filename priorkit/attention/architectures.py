@@ -11,6 +11,11 @@ tiny random config, transformers 5.24):
    prior in "layer 0 only" cannot be expressed; it is left out);
 3. it is an encoder (bidirectional self-attention, no cache).
 
+Architectures in :data:`ADAPTED` fail condition 1 (their attention is their own code and
+their modules drop ``**kwargs``); they take the prior through a per-architecture adapter
+instead (``priorkit/attention/adapters/``: a routing hook for ``prior=`` and a replacement
+``forward`` of the primed self-attention modules that keeps the model's own maths).
+
 The table maps ``config.model_type`` to the ModuleList of layers (relative to
 ``model.base_model``) and the attention module inside one layer.
 """
@@ -44,7 +49,12 @@ ARCHITECTURES: dict[str, tuple[str, str]] = {
     "modernbert": ("layers", "attn"),
     "nomic_bert": ("layers", "self_attn"),
     "eurobert": ("layers", "self_attn"),
+    "mpnet": ("encoder.layer", "attention.attn"),
+    "deberta-v2": ("encoder.layer", "attention.self"),
 }
+
+#: model types reached through an adapter of priorkit/attention/adapters/ (one file each)
+ADAPTED = ("mpnet", "deberta-v2")
 
 #: attention implementations whose layers the dispatcher can fall back to
 BASE_IMPLEMENTATIONS = ("sdpa", "eager")
@@ -66,9 +76,9 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
         raise UnsupportedModelError(
             f"{type(model).__name__} (model_type={model_type!r}) is not supported by "
             f"enable_prior_attention. Supported model types: {', '.join(supported_architectures())}. "
-            "ALBERT is excluded because its layers share one attention module; other models either "
-            "do not route attention through transformers' AttentionInterface or do not forward "
-            "**kwargs down to it."
+            "ALBERT is excluded because its layers share one attention module; the other models neither "
+            "route attention through transformers' AttentionInterface nor have an adapter in "
+            "priorkit/attention/adapters/ (docs/attention.md, 'Supported architectures')."
         )
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
         raise UnsupportedModelError(
