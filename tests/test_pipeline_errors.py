@@ -189,3 +189,52 @@ def test_multi_line_quoted_rows_are_reported_where_they_start(tmp_path):
     cfg = load_config(_pipeline(tmp_path, data_file))
     with pytest.raises(DataFormatError, match=rf"{re.escape(str(data_file))}:4: label \(column 'score'\) is 'x'"):
         load_data(cfg)
+
+
+# ---- data.unlabeled must not hold the scored sentences -------------------------------------------
+NER_DATA = ("name: overlap\ntask: {type: token-classification}\ndata:\n"
+            "  train: {source: bc5cdr, split: train, limit: 20}\n"
+            "  eval: {source: bc5cdr, split: devel, sample: 50}\n"
+            "  test: {source: bc5cdr, split: test, sample: 50}\n")  # data.unlabeled goes on line 7
+
+
+def _overlap_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_data(load_config(path))
+    (line,) = str(info.value).splitlines()
+    return line
+
+
+def test_unlabeled_devel_split_stops_at_its_line(tmp_path):
+    path = _write(tmp_path / "p.yaml", NER_DATA + "  unlabeled: {source: bc5cdr, split: devel}\n")
+    msg = _overlap_error(path)
+    assert msg.startswith(f"{path}:7: data.unlabeled (") and "holds 50 of the 50 sentences of data.eval" in msg
+    assert "data.transductive: true" in msg
+
+
+def test_unlabeled_text_is_compared_by_its_words_not_its_name(tmp_path):
+    """A file under any name holding two test sentences (re-joined, one a line) is caught;
+    transductive: true lets it through on purpose."""
+    from priorkit.pipeline.config import DataSource
+    from priorkit.pipeline.data import read_source, slice_examples
+
+    src = DataSource(source="bc5cdr", split="test", sample=50)
+    test = [e["words"] for e in slice_examples(read_source(src)[0], src) if len(e["words"]) >= 5]
+    text = tmp_path / "pubmed-abstracts.txt"
+    text.write_text("Aspirin was given to all patients in the cohort .\n" + "\n".join(" ".join(w) for w in test[:2]))
+    body = NER_DATA + f"  unlabeled: {{path: {text}, format: text}}\n"
+    msg = _overlap_error(_write(tmp_path / "p.yaml", body))
+    assert "holds 2 of the" in msg and "sentences of data.test" in msg and " ".join(test[0][:4]) in msg
+    ok = load_data(load_config(_write(tmp_path / "q.yaml", body + "  transductive: true\n")))
+    assert len(ok["unlabeled"]) == 3
+    clean = tmp_path / "clean.txt"
+    clean.write_text("Aspirin was given to all patients in the cohort .\nCase report .\n")
+    ok = load_data(load_config(_write(tmp_path / "r.yaml", NER_DATA + f"  unlabeled: {{path: {clean}, format: text}}\n")))
+    assert len(ok["unlabeled"]) == 2
+
+
+def test_unlabeled_train_split_passes_although_it_shares_headings_with_test(tmp_path):
+    # BC5CDR train and test share only headings of under 5 words ("Case report ."), not compared
+    body = NER_DATA.replace("sample: 50}", "}") + "  unlabeled: {source: bc5cdr, split: train}\n"
+    splits = load_data(load_config(_write(tmp_path / "p.yaml", body)))
+    assert len(splits["unlabeled"]) == 4560 and len(splits["test"]) == 4797

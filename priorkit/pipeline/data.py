@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataFormatError, ResourceError
-from .config import DataSource, PipelineConfig, digest
+from .config import ConfigError, DataSource, PipelineConfig, digest
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,38 @@ def load_data(cfg: PipelineConfig) -> dict[str, Split]:
         out[name] = Split(name, examples, origin, digest(examples))
     if cfg.data.unlabeled is not None:
         out["unlabeled"] = load_unlabeled(cfg.data.unlabeled, cfg.where("data.unlabeled"))
+        if not cfg.data.transductive:
+            check_unlabeled_overlap(out, cfg.where("data.unlabeled"))
     return out
+
+
+#: sentences shorter than this many words are not compared: headings such as "Case report ."
+#: recur across BC5CDR's train, devel and test
+OVERLAP_MIN_WORDS = 5
+
+
+def _sentences(example: dict[str, Any]) -> list[tuple[str, ...]]:
+    if "words" in example:
+        return [tuple(example["words"])]
+    return [tuple(str(example[k]).split()) for k in ("text_a", "text_b") if example.get(k)]
+
+
+def check_unlabeled_overlap(splits: dict[str, Split], where: str) -> None:
+    """Stop when ``data.unlabeled`` holds sentences of the scored splits (eval, test), compared
+    by their words (sentences of at least :data:`OVERLAP_MIN_WORDS` words); ``data.transductive:
+    true`` allows it on purpose."""
+    unlabeled = {s for e in splits["unlabeled"].examples for s in _sentences(e) if len(s) >= OVERLAP_MIN_WORDS}
+    for name in ("eval", "test"):
+        if name not in splits:
+            continue
+        scored = [s for e in splits[name].examples for s in _sentences(e) if len(s) >= OVERLAP_MIN_WORDS]
+        hits = [s for s in scored if s in unlabeled]
+        if hits:
+            first = " ".join(hits[0][:10]) + (" ..." if len(hits[0]) > 10 else "")
+            raise ConfigError(f"{where}: data.unlabeled ({splits['unlabeled'].origin}) holds {len(hits)} of the "
+                              f"{len(scored)} sentences of data.{name} ({splits[name].origin}), e.g. {first!r}; "
+                              f"silver labels would train on text the runs are scored on: give text without "
+                              f"them, or set data.transductive: true to label it on purpose")
 
 
 def keep_types(examples: list[dict], types: list[str], where: str, origin: str) -> list[dict]:

@@ -75,6 +75,10 @@ class DataConfig:
     #: labels are ignored (CoNLL, or format: text -- one sentence a line, words split on spaces);
     #: null: the rest of data.train (the part not in the run's training subset), labels hidden.
     unlabeled: DataSource | None = None
+    #: true: data.unlabeled may hold sentences of data.eval or data.test (silver labels on the
+    #: scored text, on purpose: transductive); false: such an overlap (sentences of 5 or more
+    #: words, compared by their words) stops the run with an error (docs/silver.md).
+    transductive: bool = False
     #: token classification: keep only these entity types (their B-/I- tags); every other
     #: type's tags become O in every split, e.g. [Disease] for BC5CDR's disease mentions alone.
     #: null: all types.
