@@ -383,3 +383,32 @@ def test_real_mpnet_prior_off_and_p_one_equal_stock(real_mpnet, stsb_dev_pairs):
         disable_prior_attention(model)
     with torch.no_grad():
         assert torch.equal(model(**b).last_hidden_state, stock)
+
+
+@pytest.mark.parametrize("name", ["mpnet", "deberta-v2"])
+def test_capture_attention_records_the_adapted_layers(name):
+    """priorkit show's recorder gets the weights the layer really used, with and without the prior."""
+    from priorkit.attention.capture import capture_attention
+
+    model = tiny(name)
+    enable_prior_attention(model, layers=(0,), mode="bias")
+    b = batch()
+    B, L = b["input_ids"].shape
+    P = rand_prior(B, L)
+    with torch.no_grad():
+        want_on = model.base_model(**b, prior=P, output_attentions=True).attentions
+        want_off = model.base_model(**b, output_attentions=True).attentions
+    with capture_attention(model, [0, 2]) as rec:
+        model(**b, prior=P)
+        on = rec.take()
+        model(**b)
+        off = rec.take()
+    for i in (0, 2):
+        torch.testing.assert_close(on[i], want_on[i], atol=1e-6, rtol=0)
+        torch.testing.assert_close(off[i], want_off[i], atol=1e-6, rtol=0)
+    assert (on[0] - off[0]).abs().max() > 1e-3
+    assert all("forward" in vars(m) for m in attention_modules(model)[:1]) and not _hooks_left(model)
+
+
+def _hooks_left(model) -> bool:
+    return any(len(m._forward_pre_hooks) for m in attention_modules(model))

@@ -14,17 +14,22 @@ the attention mode: ``model(**batch, prior=P)`` applies it, a forward without
 ``prior=`` is exactly the stock model, which is what every mode gives with the
 prior switched off (P = 1 for ``multiply``, gate or strength 0 for the others).
 Everything is put back on leaving the block, also after an exception.
+
+The adapted architectures (MPNet, DeBERTa-v2; ``architectures.ADAPTED``) return their
+weights only when their caller asks (``output_attentions``): a forward pre-hook on the
+recorded modules asks for them, whatever the model was called with.
 """
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from .architectures import attention_modules
+from .architectures import ADAPTED, attention_modules
 from .errors import PriorAttentionConfigError
 from .kernels import ENV as KERNEL_ENV
 
@@ -74,6 +79,8 @@ def capture_attention(model: nn.Module, layers: Sequence[int]) -> Iterator[Atten
         return keep
 
     handles = [modules[i].register_forward_hook(hook_for(i)) for i in layers]
+    if config.model_type in ADAPTED:
+        handles += [modules[i].register_forward_pre_hook(_ask_for_weights, with_kwargs=True) for i in layers]
     try:
         config._attn_implementation = _EAGER.get(before_impl, before_impl)
         os.environ[KERNEL_ENV] = "eager"
@@ -87,3 +94,14 @@ def capture_attention(model: nn.Module, layers: Sequence[int]) -> Iterator[Atten
             os.environ.pop(KERNEL_ENV, None)
         else:
             os.environ[KERNEL_ENV] = before_kernel
+
+
+def _ask_for_weights(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Set the module's ``output_attentions`` argument, passed by position or by name, to True."""
+    names = list(inspect.signature(type(module).forward).parameters)[1:]  # without self
+    at = names.index("output_attentions")
+    if len(args) > at:
+        args = (*args[:at], True, *args[at + 1:])
+    else:
+        kwargs["output_attentions"] = True
+    return args, kwargs
