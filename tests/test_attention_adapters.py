@@ -412,3 +412,22 @@ def test_capture_attention_records_the_adapted_layers(name):
 
 def _hooks_left(model) -> bool:
     return any(len(m._forward_pre_hooks) for m in attention_modules(model))
+
+
+@pytest.mark.parametrize("name", ["mpnet", "deberta-v2"])
+def test_every_kernel_gives_the_same_values(name, monkeypatch):
+    """PRIORKIT_ATTENTION_KERNEL=eager and =flex (unfused on CPU, inference) equal the default path."""
+    model = tiny(name)
+    b = batch()
+    B, L = b["input_ids"].shape
+    P = rand_prior(B, L)
+    for mode, options in MODES[:4]:
+        enable_prior_attention(model, layers="all", mode=mode, heads=(1, 3), **options)
+        outs = {}
+        for kernel in ("sdpa", "eager", "flex"):
+            monkeypatch.setenv("PRIORKIT_ATTENTION_KERNEL", kernel)
+            with torch.no_grad():
+                outs[kernel] = real_rows(hidden(model, **b, prior=P), b["attention_mask"])
+        disable_prior_attention(model)
+        for kernel in ("eager", "flex"):
+            torch.testing.assert_close(outs[kernel], outs["sdpa"], atol=2e-5, rtol=0, msg=f"{mode} {kernel}")

@@ -14,8 +14,10 @@ Two things are missing in such a model, and an adapter supplies both:
   gets an instance-level ``forward`` (the architecture's file, e.g. ``mpnet.py``): it
   computes the query, key, value and the model's own additive terms (MPNet's relative
   position bias, DeBERTa's disentangled c2p/p2c scores, the padding mask) exactly as the
-  stock module does, then hands them to :meth:`LayerPrior.attend` -- the same mode
-  objects, the same maths, the same kernels as for AttentionInterface models.  The
+  stock module does, then hands them to the layer's mode as a :class:`Call` -- the same
+  mode objects, the same maths, the same kernels as for AttentionInterface models (except
+  that a training forward, whose position terms need gradients, keeps to the eager maths
+  rather than FlexAttention on CUDA).  The
   model's own additive terms travel as the call's ``mask`` (a float tensor), so every
   mode treats them as it treats the padding mask: ``multiply`` and ``gate`` scale the
   content scores ``s * Q K^T`` and leave the position terms as they are; ``bias`` and
@@ -35,9 +37,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from .. import kernels
 from ..dispatch import LAYER_ATTR, LayerPrior
 from ..errors import PriorAttentionConfigError
-from ..maths import eager_attention
+from ..maths import eager_attention, prior_as_4d
+from ..mode import Call, get_mode
 
 #: attribute on a model holding its Routing (removed by uninstall)
 ROUTING_ATTR = "_priorkit_routing"
@@ -145,7 +149,13 @@ def attend(module: nn.Module, layer: LayerPrior, frame: Frame, query: Tensor, ke
     """The layer's mode on (B, H, L, d) inputs with the model's additive terms ``additive``
     (B, 1|H, L, L, float); returns (B, L, H, d) and the weights (or None)."""
     kwargs = {"dropout": dropout if module.training else 0.0, "scaling": scaling}
-    return layer.attend(module, eager_base, query, key, value, additive, frame.prior, kwargs)
+    call = Call(module, eager_base, query, key, value, additive, frame.prior,
+                prior_as_4d(frame.prior, query, key), kwargs, scaling)
+    if additive is not None and additive.requires_grad:
+        # the position terms are learnt: keep them out of FlexAttention's captured tensors, whose
+        # gradients have not been checked here (no GPU was lent); the eager maths carry them
+        call.__dict__["kernel"] = "eager" if kernels.requested() == "eager" else "sdpa"
+    return get_mode(layer.mode).attend(layer, call)
 
 
 def adapter_for(model: nn.Module) -> Adapter | None:
