@@ -74,6 +74,11 @@ class PriorCollator:
         self.close()
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        return self.encode(examples)[1]
+
+    def encode(self, examples: Sequence[Mapping[str, Any]]) -> tuple[Any, dict[str, torch.Tensor]]:
+        """(the batch's one tokenisation, with ``word_ids(b)``; the model's inputs: its tensors,
+        each channel's and ``labels`` when the examples carry them)."""
         if not examples:
             raise PriorkitError("PriorCollator got an empty batch")
         first = examples[0]
@@ -107,7 +112,7 @@ class PriorCollator:
         labels = self._labels(examples, batch, token_level="words" in first)
         if labels is not None:
             out["labels"] = labels
-        return out
+        return batch, out
 
     def _labels(self, examples, batch, token_level: bool) -> torch.Tensor | None:
         key = self.label_key or ("labels" if token_level else "label")

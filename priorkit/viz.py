@@ -72,14 +72,17 @@ def plot_attention_grid(result, out: str | Path, title: str = "attention") -> Pa
     labels = L <= 40 and panel >= 2.5
     learned = {(s.layer, s.head): s for s in result.summary}
     prior = on.prior if on.prior is not None else np.ones((L, L), dtype=np.float32)
+    channels = tuple(getattr(result, "channels", ()) or ())
+    with_name, off_name = ("with prior", "prior off") if channels in ((), ("attention",)) else \
+        (f"with {' + '.join(channels)}", "all off")
     for r, (k, h) in enumerate(rows):
         layer, head = on.layers[k], on.heads[h]
         s = learned.get((layer, head))
         extra = f", {s.learned_name} {s.learned:.2f}" if s is not None and s.learned is not None else ""
         shift = f"shift {s.shift:+.3f}" if s is not None and np.isfinite(s.shift) else ""
         panels = [(prior, "viridis", 0.0, max(1.0, float(np.nanmax(prior))), "prior"),
-                  (on.weights[k, h], "magma", 0.0, None, "with prior"),
-                  (off.weights[k, h], "magma", 0.0, None, "prior off"),
+                  (on.weights[k, h], "magma", 0.0, None, with_name),
+                  (off.weights[k, h], "magma", 0.0, None, off_name),
                   (diff[k, h], "RdBu_r", -span, span, f"difference {shift}")]
         for c, (matrix, cmap, lo, hi, name) in enumerate(panels):
             ax = axes[r, c]

@@ -51,6 +51,19 @@ class CardText:
     tags: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass
+class TokenView:
+    """What a channel put in at each token of one input, for ``priorkit show`` (rows follow
+    the batch's tokens, padding included)."""
+
+    #: per token, what the channel matched there ("" for nothing), and the column's name
+    labels: list[str]
+    label_name: str
+    #: per token, a size of what the channel added there, and the column's name
+    values: list[float]
+    value_name: str
+
+
 class Channel:
     """Base class of the channels; subclass it, set ``name``, write the methods you need."""
 
@@ -91,6 +104,11 @@ class Channel:
     def batch_tensors(self, examples: Sequence[Mapping[str, Any]], encoding: Any) -> dict[str, Any]:
         """This channel's tensors of a padded batch; ``encoding`` has ``input_ids`` and ``word_ids(b)``."""
         return {}
+
+    def token_view(self, model: Any, batch: Mapping[str, Any], index: int = 0) -> TokenView | None:
+        """What the channel put in at each token of example ``index`` of a collated ``batch``,
+        for ``priorkit show`` (None: nothing per token to show)."""
+        return None
 
     # ---- the model -----------------------------------------------------------------
     def attach(self, model: Any) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import PriorkitError
-from .base import CardText, Channel, Context, PredictionWarning, register_channel
+from .base import CardText, Channel, Context, PredictionWarning, TokenView, register_channel
 
 #: the side files of folders written before the channels (format 2); read by the converter only
 LEGACY_CONFIG = "priorkit-features.json"
@@ -68,6 +68,37 @@ class FeatureChannel(Channel):
         if "words" not in examples[0]:
             raise PriorkitError("token features need word examples ({'words': [...]}: token classification)")
         return self.builder.batch_tensors([list(e["words"]) for e in examples], encoding)
+
+    def token_view(self, model: Any, batch: Mapping[str, Any], index: int = 0) -> TokenView | None:
+        """Per token: the groups matched there (``B-group`` / ``I-group``) and the size (L2 norm)
+        of ``gate * (W f + E c)``, the gated feature the model adds to its embedding there (the
+        trained module itself, in eval mode, on the token's own embedding)."""
+        import torch
+
+        from ..features.model import feature_module
+
+        module = feature_module(model)
+        if module is None or "token_features" not in batch:
+            return None
+        feats = batch["token_features"][index:index + 1]
+        concepts = batch.get("token_concepts")
+        concepts = None if concepts is None else concepts[index:index + 1]
+        was = module.training
+        module.eval()
+        try:
+            with torch.no_grad():
+                ids = batch["input_ids"][index:index + 1].to(module.proj.weight.device)
+                emb = model.get_input_embeddings()(ids)
+                added = module(emb, feats, concepts) - emb
+        finally:
+            module.train(was)
+        labels = []
+        for row in feats[0].tolist():
+            tags = [f"{'B' if c % 2 == 0 else 'I'}-{self.builder.groups[c // 2]}" for c, v in enumerate(row) if v]
+            labels.append(" ".join(tags))
+        return TokenView(labels=labels, label_name="matched groups",
+                         values=[float(v) for v in added[0].float().norm(dim=-1).cpu()],
+                         value_name="added feature size")
 
     def attach(self, model: Any) -> None:
         from ..features.model import attach_for

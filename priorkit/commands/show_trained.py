@@ -72,7 +72,7 @@ def show_trained(folder: str, text_a: str, text_b: str | None, *, layers: str | 
     if out:
         from ..viz import MAX_GRID_ROWS
 
-        rows = len(layer_list or (predictor.model.config.priorkit or {}).get("layers") or [0]) \
+        rows = len(layer_list or (getattr(predictor.model.config, "priorkit", None) or {}).get("layers") or [0]) \
             * len(head_list or range(n_heads))
         if rows > MAX_GRID_ROWS:
             raise click.UsageError(f"--out draws one row per layer and head: {rows} rows is more than "
@@ -83,9 +83,13 @@ def show_trained(folder: str, text_a: str, text_b: str | None, *, layers: str | 
         why = "--max-length" if max_length else "the model's max length; --max-length to change"
         click.echo(f"note: the input has {on.tokens_in_input} tokens; showing the first {predictor.max_length} "
                    f"({why})", err=True)
-    if on.prior is None:
-        click.echo(f"note: {predictor.folder} was trained without a prior: both columns show the same "
-                   "attention", err=True)
+    if not predictor.channels:
+        click.echo(f"note: {predictor.folder} was trained without knowledge (no channel): both columns show "
+                   "the same attention", err=True)
+    elif on.prior is None:
+        click.echo(f"note: {predictor.folder} has no attention prior, so no cells are favoured; the columns "
+                   f"compare its {' and '.join(result.channels)} on and off (moved: the attention they moved)",
+                   err=True)
     if json_out:
         text = json.dumps(to_json(result, predictor))
         if json_out == "-":
@@ -95,11 +99,13 @@ def show_trained(folder: str, text_a: str, text_b: str | None, *, layers: str | 
             click.echo(f"wrote {json_out}", err=True)
     if json_out != "-":
         print_summary(result, predictor)
+        print_token_views(result)
     if out:
         from ..viz import plot_attention_grid
 
         run = predictor.folder.parent if predictor.folder.name == "model" else predictor.folder
-        title = f"{'/'.join(run.parts[-3:])}: mode {result.mode or 'no prior'}"  # PRIOR/fracF/seedS
+        what = f"mode {result.mode}" if result.mode else " + ".join(result.channels) or "no knowledge"
+        title = f"{'/'.join(run.parts[-3:])}: {what}"  # PRIOR/fracF/seedS
         plot_attention_grid(result, out, title=title)
         click.echo(f"wrote {out}")
 
@@ -123,10 +129,15 @@ def to_json(result: Any, predictor: Any) -> dict[str, Any]:
         heads.append({**{key: (None if isinstance(v, float) and math.isnan(v) else v)
                          for key, v in s.to_dict().items()},
                       "with_prior": _round(on.weights[k, h]), "without_prior": _round(off.weights[k, h])})
+    off = {name: [[_round(m) for m in layer] for layer in maps.weights]
+           for name, maps in result.off.items() if len(result.off) > 1}
+    views = {name: {"labels": v.labels, "label_name": v.label_name, "values": [round(x, 6) for x in v.values],
+                    "value_name": v.value_name} for name, v in result.token_views.items()}
     return {"folder": str(predictor.folder), "tokens": on.tokens, "mode": result.mode,
-            "prior_layers": list(result.prior_layers), "layers": list(on.layers), "heads": list(on.heads),
-            "prior": None if on.prior is None else _round(on.prior), "tokens_in_input": on.tokens_in_input,
-            "truncated": on.truncated, "attention": heads}
+            "channels": list(result.channels), "prior_layers": list(result.prior_layers), "layers": list(on.layers),
+            "heads": list(on.heads), "prior": None if on.prior is None else _round(on.prior),
+            "tokens_in_input": on.tokens_in_input, "truncated": on.truncated, "attention": heads,
+            "channel_off": off, "token_views": views}
 
 
 def _fmt(x: float | None, signed: bool = False) -> str:
@@ -140,13 +151,30 @@ def print_summary(result: Any, predictor: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"attention on the cells the prior favours ({predictor.folder})")
-    for col in ("layer", "head", "with prior", "without", "shift", "uniform", "learned"):
+    for col in ("layer", "head", "with prior", "without", "shift", "uniform", "learned", "moved"):
         table.add_column(col, justify="right")
     for s in result.summary:
         learned = "-" if s.learned is None else f"{s.learned_name} {s.learned:.3f}"
         table.add_row(str(s.layer), str(s.head) + ("" if s.layer in result.prior_layers else " (no prior)"),
                       _fmt(s.mass_with), _fmt(s.mass_without), _fmt(s.shift, True), _fmt(s.favoured_share),
-                      learned)
+                      learned, _fmt(s.moved))
     Console().print(table)
     click.echo("favoured cells: keys whose prior value is above its row's mean; mass: the attention a head "
-               "puts on them per query token (uniform: what equal attention would put there)", err=True)
+               "puts on them per query token (uniform: what equal attention would put there); moved: the "
+               f"attention per query token that {' and '.join(result.channels) or 'knowledge'} moved "
+               "(every channel on against every one off)", err=True)
+
+
+def print_token_views(result: Any) -> None:
+    """One table per channel that shows what it put in at each token (the token features)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    tokens = result.with_prior.tokens
+    for name, view in result.token_views.items():
+        table = Table(title=f"the {name} channel per token")
+        for col in ("token", view.label_name, view.value_name):
+            table.add_column(col, justify="left" if col != view.value_name else "right")
+        for token, label, value in zip(tokens, view.labels, view.values):
+            table.add_row(token, label or "-", f"{value:.4f}")
+        Console().print(table)

@@ -1,11 +1,14 @@
 """What the prior did to a trained model's attention: the matrices and a per-head summary.
 
-``Predictor.attention(text_a, text_b, layers=..., heads=..., prior=True|False)``
-returns :class:`AttentionMaps`, the weights of the model's real forward pass
-(captured by :func:`priorkit.attention.capture.capture_attention`).  With
-``prior=False`` the same model runs without ``prior=``: the stock attention, which
-is what every mode computes with the prior switched off (P = 1 for ``multiply``,
-gate or strength 0 for ``gate``, ``bias`` and ``learned_bias``).
+``Predictor.attention(text_a, text_b, layers=..., heads=..., off=(...))`` returns
+:class:`AttentionMaps`, the weights of the model's real forward pass (captured by
+:func:`priorkit.attention.capture.capture_attention`) on the batch the model's one
+collator builds (every channel's tensors, as in training and ``predict``).  A channel
+switched off (``off=("features",)``; ``prior=False`` is ``off=("attention",)``) has its
+tensors left out of the call, so the model runs as it would without that channel: the
+stock attention for the attention prior (what every mode computes with the prior
+switched off: P = 1 for ``multiply``, gate or strength 0 for ``gate``, ``bias`` and
+``learned_bias``), the stock embeddings for the token features.
 
 The summary's measure (docs/show.md, "The summary"):
 
@@ -49,6 +52,8 @@ class AttentionMaps:
     prior_on: bool
     tokens_in_input: int  # before truncation
     truncated: bool
+    #: the model's channels whose tensors this forward pass had
+    channels_on: tuple[str, ...] = ()
 
     def head(self, layer: int, head: int) -> np.ndarray:
         """The (L, L) matrix of one layer and head (model indices)."""
@@ -69,6 +74,9 @@ class HeadSummary:
     favoured_share: float  # what uniform attention would put on the favoured cells
     learned: float | None  # the head's trained gate / strength (None: the mode has none, or no prior here)
     learned_name: str | None  # the mode's label of it ("gate", "strength"; AttentionMode.learnable_label)
+    #: attention moved by all the model's knowledge: half the summed |with - every channel off|
+    #: per query token (0: the same attention, 1: none in common), averaged over the input's tokens
+    moved: float = float("nan")
 
     @property
     def shift(self) -> float:
@@ -80,17 +88,26 @@ class HeadSummary:
 
 @dataclasses.dataclass
 class AttentionComparison:
-    """The attention with the prior as trained, without it, and the per-head summary."""
+    """The attention with every channel of the model on (``with_prior``), with every one off
+    (``without_prior``: the stock model), with each one off alone (``off``, by channel name),
+    the per-head summary and, per channel that has one, what it added at each token
+    (``token_views``: the token features' matched groups and the size of the gated feature)."""
 
     with_prior: AttentionMaps
     without_prior: AttentionMaps
     summary: list[HeadSummary]
     mode: str | None
     prior_layers: tuple[int, ...]
+    off: dict[str, AttentionMaps] = dataclasses.field(default_factory=dict)
+    token_views: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return self.with_prior.channels_on
 
     @property
     def difference(self) -> np.ndarray:
-        """with - without, (n_layers, n_heads, L, L)."""
+        """with - without (every channel off), (n_layers, n_heads, L, L)."""
         return self.with_prior.weights - self.without_prior.weights
 
 
@@ -176,12 +193,14 @@ def choose_layers_heads(model: Any, layers: Any = None, heads: Any = None) -> tu
             _indices("head", heads, n_heads, range(n_heads)))
 
 
-def capture_batch(model: Any, batch: dict, layers: Sequence[int], heads: Sequence[int], prior: bool
-                  ) -> np.ndarray:
-    """(B, n_layers, n_heads, L, L) attention of one batch, from the model's own forward pass."""
+def capture_batch(model: Any, batch: dict, layers: Sequence[int], heads: Sequence[int], prior: bool = True,
+                  leave_out: Iterable[str] = ()) -> np.ndarray:
+    """(B, n_layers, n_heads, L, L) attention of one batch, from the model's own forward pass;
+    ``leave_out``: batch keys not passed (a channel switched off), ``prior=False`` adds ``prior``."""
     from ..attention.capture import capture_attention
 
-    inputs = {k: v for k, v in batch.items() if k != "labels" and (prior or k != "prior")}
+    drop = {"labels", *leave_out, *(() if prior else ("prior",))}
+    inputs = {k: v for k, v in batch.items() if k not in drop}
     device = next(model.parameters()).device
     inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
     with capture_attention(model, layers) as recorder:
@@ -192,34 +211,77 @@ def capture_batch(model: Any, batch: dict, layers: Sequence[int], heads: Sequenc
 
 
 # --------------------------------------------------------------------------- one input
-def attention_maps(predictor: Any, text_a: Any, text_b: str | None = None, *, layers: Any = None,
-                   heads: Any = None, prior: bool = True) -> AttentionMaps:
-    """See :meth:`priorkit.inference.Predictor.attention`."""
-    model = predictor.model
-    layers, heads = choose_layers_heads(model, layers, heads)
+def _batch(predictor: Any, text_a: Any, text_b: str | None) -> tuple[Any, dict, dict]:
+    """(the example, the batch's tokenisation, the model's inputs) of one input, through the
+    model's one collator."""
     example = predictor.examples([text_a if text_b is None else (text_a, text_b)])[0]
+    encoding, inputs = predictor.collator().encode([example])
+    return example, encoding, inputs
+
+
+def _tokens_in_input(predictor: Any, example: dict) -> int:
     words = "words" in example
     a = [example["words"] if words else example["text_a"]]
     b = None if words or example.get("text_b") is None else [example["text_b"]]
-    kw = {"truncation": True, "max_length": predictor.max_length}
-    if predictor.builder is not None:
-        enc = predictor.builder.build_batch(a, b, **kw)
-    else:
-        enc = predictor.tokenizer(a, b, is_split_into_words=words, return_tensors="pt", **kw)
-    full = len(predictor.tokenizer(a, b, is_split_into_words=words, truncation=False,
-                                   verbose=False)["input_ids"][0])
-    weights = capture_batch(model, dict(enc), layers, heads, prior and predictor.builder is not None)[0]
-    matrix = enc["prior"][0].float().numpy() if "prior" in enc else None
-    return AttentionMaps(tokens=enc.tokens(0), layers=layers, heads=heads, weights=weights, prior=matrix,
-                         prior_on=bool(prior and matrix is not None), tokens_in_input=full,
-                         truncated=full > predictor.max_length)
+    return len(predictor.tokenizer(a, b, is_split_into_words=words, truncation=False, verbose=False)["input_ids"][0])
+
+
+def _switched_off(predictor: Any, off: Any) -> set[str]:
+    names = [c.name for c in predictor.channels]
+    if off == "all":
+        return set(names)
+    off = {off} if isinstance(off, str) else set(off or ())
+    unknown = sorted(off - set(names))
+    if unknown:
+        raise PriorkitError(f"the model has no channel {', '.join(unknown)}; its channels: {', '.join(names) or 'none'}")
+    return off
+
+
+def _maps(predictor: Any, encoding: Any, inputs: dict, full: int, layers: tuple[int, ...], heads: tuple[int, ...],
+          off: set[str]) -> AttentionMaps:
+    keys = {k for c in predictor.channels if c.name in off for k in c.batch_keys}
+    weights = capture_batch(predictor.model, inputs, layers, heads, leave_out=keys)[0]
+    matrix = inputs["prior"][0].float().numpy() if "prior" in inputs else None
+    on = tuple(c.name for c in predictor.channels if c.name not in off)
+    return AttentionMaps(tokens=encoding.tokens(0), layers=layers, heads=heads, weights=weights, prior=matrix,
+                         prior_on=bool(matrix is not None and "attention" in on), tokens_in_input=full,
+                         truncated=full > predictor.max_length, channels_on=on)
+
+
+def attention_maps(predictor: Any, text_a: Any, text_b: str | None = None, *, layers: Any = None,
+                   heads: Any = None, prior: bool = True, off: Any = ()) -> AttentionMaps:
+    """See :meth:`priorkit.inference.Predictor.attention`."""
+    layers, heads = choose_layers_heads(predictor.model, layers, heads)
+    switched = _switched_off(predictor, off)
+    if not prior and predictor.channel("attention") is not None:
+        switched.add("attention")
+    example, encoding, inputs = _batch(predictor, text_a, text_b)
+    return _maps(predictor, encoding, inputs, _tokens_in_input(predictor, example), layers, heads, switched)
+
+
+def _moved(on: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """(n_layers, n_heads): half the summed |on - off| per query row, averaged over rows."""
+    return 0.5 * np.abs(on - off).sum(-1).mean(-1)
 
 
 def compare(predictor: Any, text_a: Any, text_b: str | None = None, *, layers: Any = None,
             heads: Any = None) -> AttentionComparison:
-    """The attention with and without the prior for one input, and the summary per head."""
-    on = attention_maps(predictor, text_a, text_b, layers=layers, heads=heads, prior=True)
-    off = attention_maps(predictor, text_a, text_b, layers=on.layers, heads=on.heads, prior=False)
+    """The attention with every channel on, with every one off and with each one off alone for
+    one input; the summary per head; what each channel added per token (see AttentionComparison).
+
+    The summary's favoured masses compare the attention with every channel on against the same
+    model with only the attention prior off (the other channels stay on), so ``shift`` is the
+    attention prior's own doing; ``moved`` compares with every channel off."""
+    layers, heads = choose_layers_heads(predictor.model, layers, heads)
+    example, encoding, inputs = _batch(predictor, text_a, text_b)
+    full = _tokens_in_input(predictor, example)
+    names = [c.name for c in predictor.channels]
+    on = _maps(predictor, encoding, inputs, full, layers, heads, set())
+    stock = _maps(predictor, encoding, inputs, full, layers, heads, set(names))
+    each = {name: stock if len(names) == 1 else _maps(predictor, encoding, inputs, full, layers, heads, {name})
+            for name in names}
+    off = each.get("attention", stock)
+    moved = _moved(on.weights, stock.weights)
     learned = learned_values(predictor.model)
     summary = []
     for k, layer in enumerate(on.layers):
@@ -235,6 +297,13 @@ def compare(predictor: Any, text_a: Any, text_b: str | None = None, *, layers: A
                 mass_with=float(mass_on[h] / rows) if rows else float("nan"),
                 mass_without=float(mass_off[h] / rows) if rows else float("nan"),
                 favoured_share=float(share / rows) if rows else float("nan"),
-                learned=values.get(head), learned_name=kind if head in values else None))
+                learned=values.get(head), learned_name=kind if head in values else None,
+                moved=float(moved[k, h])))
+    views = {}
+    for channel in predictor.channels:
+        view = channel.token_view(predictor.model, inputs)
+        if view is not None:
+            views[channel.name] = view
     settings = prior_settings(predictor.model) or {}
-    return AttentionComparison(on, off, summary, settings.get("mode"), tuple(settings.get("layers") or ()))
+    return AttentionComparison(on, stock, summary, settings.get("mode"), tuple(settings.get("layers") or ()),
+                               off=each, token_views=views)

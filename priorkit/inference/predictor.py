@@ -249,16 +249,23 @@ class Predictor:
         return {"text_a": a, "text_b": b}
 
     # ---- model ------------------------------------------------------------
+    def collator(self) -> Any:
+        """The one collator (docs/channels.md): one tokenisation of a batch at the model's max
+        length, then each channel's tensors (a channel switched off, e.g. ``builder = None``,
+        adds none)."""
+        from ..collator import PriorCollator
+
+        return PriorCollator(self.tokenizer, channels=self.channels, truncation=True, max_length=self.max_length)
+
     def batches(self, examples: Sequence[dict], batch_size: int = 32, progress: bool = False
                 ) -> Iterator[tuple[int, Any, np.ndarray]]:
         """(start index, encoding, logits as float32 NumPy) per batch, in input order."""
         import torch
 
-        from ..channels import encoder_of
-
         if batch_size < 1:
             raise PriorkitError(f"batch size must be at least 1, got {batch_size}")
         self.truncated = []
+        collate = self.collator()
         starts = range(0, len(examples), batch_size)
         if progress:
             from tqdm.auto import tqdm
@@ -266,24 +273,17 @@ class Predictor:
             starts = tqdm(starts, total=len(starts), desc="predict", unit="batch", leave=False)
         for start in starts:
             chunk = examples[start:start + batch_size]
-            words = "words" in chunk[0]
-            a = [e["words"] if words else e["text_a"] for e in chunk]
-            b = None if words or chunk[0].get("text_b") is None else [e["text_b"] for e in chunk]
-            self._note_truncation(start, a, b, words)
-            kw = {"truncation": True, "max_length": self.max_length}
-            encoder = encoder_of(self.channels)
-            if encoder is not None:
-                enc = encoder.build_batch(a, b, **kw)
-            else:
-                enc = self.tokenizer(a, b, is_split_into_words=words, padding=True, return_tensors="pt", **kw)
-            batch = {k: v.to(self.device) for k, v in enc.items()}
-            for channel in self.channels:  # one tokenisation, each channel's tensors
-                batch.update({k: v.to(self.device) for k, v in channel.batch_tensors(chunk, enc).items()})
+            self._note_truncation(start, chunk)
+            enc, inputs = collate.encode(chunk)
+            batch = {k: v.to(self.device) for k, v in inputs.items()}
             with torch.no_grad():
                 logits = self.model(**batch).logits.float().cpu().numpy()
             yield start, enc, logits
 
-    def _note_truncation(self, start: int, a: list, b: list | None, words: bool) -> None:
+    def _note_truncation(self, start: int, chunk: Sequence[dict]) -> None:
+        words = "words" in chunk[0]
+        a = [e["words"] if words else e["text_a"] for e in chunk]
+        b = None if words or chunk[0].get("text_b") is None else [e["text_b"] for e in chunk]
         lengths = [len(ids) for ids in self.tokenizer(a, b, is_split_into_words=words, truncation=False,
                                                  verbose=False)["input_ids"]]
         self.truncated += [start + i for i, n in enumerate(lengths) if n > self.max_length]
@@ -329,13 +329,14 @@ class Predictor:
         return {"tags": tags, "entities": entities(words, tags)}
 
     def attention(self, text_a: Any, text_b: str | None = None, *, layers: Any = None, heads: Any = None,
-                  prior: bool = True) -> Any:
+                  prior: bool = True, off: Any = ()) -> Any:
         """The attention weights of one input (:class:`~priorkit.inference.attention_view.AttentionMaps`):
-        ``layers`` (default: those with the prior) and ``heads`` (default: all), with the prior
-        as trained or, ``prior=False``, switched off (docs/show.md)."""
+        ``layers`` (default: those with the prior) and ``heads`` (default: all), on the batch the
+        model's collator builds (every channel's tensors); ``off``: channel names switched off
+        (``"all"``: the stock model), ``prior=False``: the attention prior off (docs/show.md)."""
         from .attention_view import attention_maps
 
-        return attention_maps(self, text_a, text_b, layers=layers, heads=heads, prior=prior)
+        return attention_maps(self, text_a, text_b, layers=layers, heads=heads, prior=prior, off=off)
 
     def _warn_truncated(self, total: int) -> None:
         if not self.truncated:
