@@ -431,3 +431,24 @@ def test_every_kernel_gives_the_same_values(name, monkeypatch):
         disable_prior_attention(model)
         for kernel in ("eager", "flex"):
             torch.testing.assert_close(outs[kernel], outs["sdpa"], atol=2e-5, rtol=0, msg=f"{mode} {kernel}")
+
+
+def test_a_deep_copy_of_an_enabled_model_is_independent():
+    import copy
+
+    model = tiny("mpnet")
+    b = batch()
+    B, L = b["input_ids"].shape
+    P = rand_prior(B, L)
+    with torch.no_grad():
+        stock = model(**b).logits
+        enable_prior_attention(model, layers="all", mode="bias")
+        primed = model(**b, prior=P).logits
+        twin = copy.deepcopy(model)
+        torch.testing.assert_close(twin(**b, prior=P).logits, primed, atol=0, rtol=0)
+        disable_prior_attention(twin)
+        assert torch.equal(twin(**b, prior=P).logits, stock)  # the copy is stock again ...
+        torch.testing.assert_close(model(**b, prior=P).logits, primed, atol=0, rtol=0)  # ... the original is not
+        disable_prior_attention(model)
+        assert torch.equal(model(**b).logits, stock)
+        assert not any(len(m._forward_pre_hooks) or len(m._forward_hooks) for m in (model, model.base_model))

@@ -10,6 +10,10 @@ Nothing is forked or wrapped.  Enabling
   optimiser after enabling);
 * writes the settings to ``config.priorkit`` (a JSON-safe dict saved in config.json).
 
+For MPNet and DeBERTa-v2, whose attention is their own code, it also installs the
+architecture's adapter (:mod:`priorkit.attention.adapters`: a hook routing ``prior=`` and
+a replacement ``forward`` on the primed self-attention modules).
+
 Disabling removes all of that and puts back the original implementation name and the
 original ``config.priorkit`` (absent, usually).
 """

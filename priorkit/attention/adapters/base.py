@@ -100,7 +100,6 @@ class Routing:
         self.checkpointing = adapter.checkpointing
         self.model_name = type(model).__name__
         self.frames: list[Frame] = []
-        self.handles: list[Any] = []
 
     def enter(self, module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         prior = kwargs.pop("prior", None)
@@ -178,8 +177,8 @@ def install(model: nn.Module, modules: list[nn.Module], layers: tuple[int, ...])
     if base is not model:
         targets.append(base)
     for target in targets:
-        routing.handles.append(target.register_forward_pre_hook(routing.enter, with_kwargs=True))
-        routing.handles.append(target.register_forward_hook(routing.leave, always_call=True))
+        target.register_forward_pre_hook(routing.enter, with_kwargs=True)
+        target.register_forward_hook(routing.leave, always_call=True)
     model.__dict__[ROUTING_ATTR] = routing
     for i in layers:
         module = modules[i]
@@ -191,9 +190,22 @@ def uninstall(model: nn.Module, modules: list[nn.Module]) -> None:
     """Undo :func:`install`: hooks, routing references and instance forwards removed."""
     routing: Routing | None = model.__dict__.pop(ROUTING_ATTR, None)
     if routing is not None:
-        for handle in routing.handles:
-            handle.remove()
+        base = getattr(model, "base_model", model)
+        for target in {id(model): model, id(base): base}.values():
+            _remove_hooks(target, routing)
         routing.frames.clear()
     for module in modules:
         if module.__dict__.pop(MODULE_ROUTING_ATTR, None) is not None:
             module.__dict__.pop("forward", None)
+
+
+def _remove_hooks(module: nn.Module, routing: Routing) -> None:
+    """Remove the routing's hooks from ``module``, found by owner rather than by handle, so a
+    deep copy of an enabled model (whose handles would point at the original) disables alone."""
+    for hooks, extras in ((module._forward_pre_hooks, (module._forward_pre_hooks_with_kwargs,)),
+                          (module._forward_hooks, (module._forward_hooks_with_kwargs,
+                                                   module._forward_hooks_always_called))):
+        for key in [k for k, fn in hooks.items() if getattr(fn, "__self__", None) is routing]:
+            del hooks[key]
+            for extra in extras:
+                extra.pop(key, None)
