@@ -17,55 +17,46 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from .align import PriorBuilder
 from .errors import PriorkitError
 
 
 class PriorCollator:
-    """Tokenise, pad, and attach ``prior`` (B, L, L) plus labels.
+    """Tokenise a batch once, pad, and ask each channel for its tensors; labels too.
 
-    :param tokenizer: kept for Trainer's API (it must be the builder's tokenizer).
-    :param builder: a :class:`PriorBuilder`; ``None`` gives a plain collator
-        (same tokenisation, no ``prior``) -- the no-prior baseline.
-    :param label_key: name of the label field in the examples.
+    :param tokenizer: the model's (fast) tokenizer; the collator is its one caller per batch.
     :param channels: :class:`priorkit.channels.Channel` objects asked in turn for their
-        tensors of the batch (``batch_tensors(examples, encoding)``, from this one
-        tokenisation); the one whose ``encoder()`` tokenises (the attention prior's builder)
-        stands in for ``builder`` when that is not given.
-    :param store: keep every example's token-aligned prior so later epochs assemble the
-        batch without tokenising or aligning (:class:`priorkit.aligned_store.AlignedStore`):
-        an ``AlignedStore``, a folder for one (shards written there, shared across runs and
-        DataLoader workers), or ``True`` for one in memory.  Same tensors either way.
-        Call :meth:`close` (or use the collator as a context manager) to write what is pending.
+        tensors of the batch (``batch_tensors(examples, encoding)``), all from this one
+        tokenisation: the attention prior's ``prior`` (its builder aligns the encoding; its
+        aligned store skips the aligning in later epochs), the token features, ...  None
+        gives a plain collator: the no-prior baseline.
+    :param label_key: name of the label field in the examples.
+    :param tokenizer_kwargs: the tokenizer call's options (``truncation``, ``max_length``).
+
+    Call :meth:`close` (or use the collator as a context manager) to let the channels write
+    what is pending (the attention channel's aligned store on disk).
     """
 
-    def __init__(self, tokenizer: Any, builder: PriorBuilder | None = None, *,
-                 label_key: str | None = None, pad_value: float = 0.0, store: Any = None,
-                 channels: Sequence[Any] = (), **tokenizer_kwargs: Any) -> None:
-        if builder is None and channels:
-            from .channels import encoder_of
-
-            builder = encoder_of(channels)
-        if builder is not None and tokenizer is not None and tokenizer is not builder.tokenizer:
-            if getattr(tokenizer, "name_or_path", None) != getattr(builder.tokenizer, "name_or_path", None):
+    def __init__(self, tokenizer: Any, *, channels: Sequence[Any] = (), label_key: str | None = None,
+                 **tokenizer_kwargs: Any) -> None:
+        if tokenizer is None:
+            raise PriorkitError("PriorCollator needs the model's tokenizer")
+        for channel in channels:
+            theirs = getattr(channel, "tokenizer", None)
+            if theirs is not None and theirs is not tokenizer and \
+                    getattr(tokenizer, "name_or_path", None) != getattr(theirs, "name_or_path", None):
                 raise PriorkitError(
-                    "PriorCollator got a tokenizer that is not the PriorBuilder's "
-                    f"({getattr(tokenizer, 'name_or_path', '?')} vs "
-                    f"{getattr(builder.tokenizer, 'name_or_path', '?')}); the prior would not line up "
-                    "with the input ids. Build the PriorBuilder with the model's tokenizer."
-                )
-        self.builder = builder
-        self.tokenizer = builder.tokenizer if builder is not None else tokenizer
+                    f"PriorCollator got a tokenizer that is not the {channel.name} channel's "
+                    f"({getattr(tokenizer, 'name_or_path', '?')} vs {getattr(theirs, 'name_or_path', '?')}); its "
+                    "tensors would not line up with the input ids. Build the channel with the model's tokenizer.")
+        self.tokenizer = tokenizer
         self.label_key = label_key
-        self.pad_value = pad_value
         self.tokenizer_kwargs = tokenizer_kwargs
-        self.store = _make_store(builder, store)
         self.channels = list(channels)
 
     def close(self) -> None:
-        """Write the store's pending examples (no-op without a store)."""
-        if self.store is not None:
-            self.store.flush()
+        """Let each channel write what is pending (the attention channel's aligned store)."""
+        for channel in self.channels:
+            channel.close()
 
     def __enter__(self) -> "PriorCollator":
         return self
@@ -99,53 +90,43 @@ class PriorCollator:
             raise PriorkitError(
                 f"PriorCollator examples need 'text_a' (and 'text_b') or 'words'; got keys {sorted(first)}"
             )
-        if self.builder is not None:
-            source = self.store if self.store is not None else self.builder
-            batch = source.build_batch(texts_a, texts_b, pad_value=self.pad_value, **self.tokenizer_kwargs)
-        else:
-            split = texts_b is None and not isinstance(texts_a[0], str)
-            batch = self.tokenizer(texts_a, texts_b, is_split_into_words=split, padding=True,
-                                   return_tensors="pt", **self.tokenizer_kwargs)
+        batch = self.tokenizer(texts_a, texts_b, is_split_into_words=not isinstance(texts_a[0], str), padding=True,
+                               return_tensors="pt", **self.tokenizer_kwargs)  # the batch's one tokenisation
         out = {k: v for k, v in batch.items()}
-        for channel in self.channels:  # the batch's one tokenisation (word_ids) serves them all
+        for channel in self.channels:  # each reads it (word_ids, the fast tokenizer's offsets)
             out.update(channel.batch_tensors(examples, batch))
         labels = self._labels(examples, batch, token_level="words" in first)
         if labels is not None:
             out["labels"] = labels
+            if token_level_weights(examples):  # per-word loss weights (silver rows), aligned like labels
+                out["label_weights"] = self._labels(examples, batch, token_level=True, key="weights")
         return batch, out
 
-    def _labels(self, examples, batch, token_level: bool) -> torch.Tensor | None:
-        key = self.label_key or ("labels" if token_level else "label")
-        if key not in examples[0]:
+    def _labels(self, examples, batch, token_level: bool, key: str | None = None) -> torch.Tensor | None:
+        """Word values on the first token of each word (-100 elsewhere); ``key="weights"``: the
+        examples' word weights the same way (1.0 for examples without any, 0 elsewhere)."""
+        weights = key == "weights"
+        key = key or self.label_key or ("labels" if token_level else "label")
+        if not weights and key not in examples[0]:
             return None
         if not token_level:
             values = [e[key] for e in examples]
             dtype = torch.float32 if isinstance(values[0], float) else torch.long
             return torch.tensor(values, dtype=dtype)
         B, L = batch["input_ids"].shape
-        labels = torch.full((B, L), -100, dtype=torch.long)
+        labels = (torch.zeros((B, L), dtype=torch.float32) if weights
+                  else torch.full((B, L), -100, dtype=torch.long))
         for b, e in enumerate(examples):
-            word_labels = e[key]
+            word_labels = e.get(key) if weights else e[key]
             previous = None
             for t, w in enumerate(batch.word_ids(b)):
                 if w is not None and w != previous:
-                    labels[b, t] = int(word_labels[w])
+                    labels[b, t] = 1.0 if word_labels is None else word_labels[w]
                 previous = w
         return labels
 
 
-def _make_store(builder: PriorBuilder | None, store: Any):
-    if store is None or store is False:
-        return None
-    if builder is None:
-        raise PriorkitError("PriorCollator(store=...) needs a PriorBuilder: a plain collator has no prior to store.")
-    from .aligned_store import AlignedStore
+def token_level_weights(examples: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any example of a token-level batch carries per-word loss ``weights``."""
+    return any("weights" in e for e in examples) and "words" in examples[0]
 
-    if isinstance(store, AlignedStore):
-        if store.builder is not builder:
-            raise PriorkitError("PriorCollator got an AlignedStore made for another PriorBuilder; "
-                                "make the store with this collator's builder.")
-        return store
-    if store is True:
-        return AlignedStore(builder)
-    return AlignedStore(builder, store)

@@ -60,7 +60,7 @@ def test_real_matches_become_bio_tags_of_the_mapped_types(ontology, bc5cdr_train
 
 def test_ignore_turns_unmatched_words_into_minus_100_in_the_encoded_labels(minilm_tokenizer):
     from priorkit.collator import PriorCollator
-    from priorkit.silver import SilverCollator, silver_rows
+    from priorkit.silver import silver_rows
 
     index = {"O": 0, "B-Chemical": 1, "I-Chemical": 2, "B-Disease": 3, "I-Disease": 4}
     words = [["Cocaine", "induced", "renal", "failure"]]
@@ -68,12 +68,17 @@ def test_ignore_turns_unmatched_words_into_minus_100_in_the_encoded_labels(minil
     kept = silver_rows(words, tags, index, "O")[0]
     partial = silver_rows(words, tags, index, "ignore")[0]
     assert kept["labels"] == [1, 0, 3, 4] and partial["labels"] == [1, -100, 3, 4] and partial["silver"]
-    collate = SilverCollator(PriorCollator(minilm_tokenizer), weight=1.0)
-    batch = collate([partial])
+    batch = PriorCollator(minilm_tokenizer)([partial])
     ids = minilm_tokenizer(words, is_split_into_words=True).word_ids(0)
     firsts = [t for t, w in enumerate(ids) if w is not None and (t == 0 or ids[t - 1] != w)]
     assert batch["labels"][0, firsts].tolist() == [1, -100, 3, 4]
     assert "label_weights" not in batch  # weight 1: the plain loss
+    soft = silver_rows(words, tags, index, "O", weight=0.5, unmatched_weight=0.2)[0]
+    assert soft["weights"] == [0.5, 0.1, 0.5, 0.5]  # unmatched O words: weight x unmatched_weight
+    batch = PriorCollator(minilm_tokenizer)([soft, {"words": ["aspirin"], "labels": [1]}])
+    assert batch["label_weights"][0, firsts].tolist() == pytest.approx([0.5, 0.1, 0.5, 0.5])
+    assert batch["label_weights"][1].tolist()[1] == 1.0  # a gold row's word weighs 1
+    assert batch["label_weights"][0, 0] == 0.0  # special tokens weigh nothing (label -100 anyway)
 
 
 def test_mix_counts_gold_epochs_and_silver_passes_or_ratio():
@@ -94,24 +99,26 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
     from transformers import BertConfig, BertForTokenClassification
 
     from priorkit.collator import PriorCollator
-    from priorkit.silver import SilverCollator, weighted_token_loss
+    from priorkit.silver import silver_rows, weighted_token_loss
 
     torch.manual_seed(0)
     model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
                                                   num_hidden_layers=1, num_attention_heads=4,
                                                   intermediate_size=37, num_labels=3)).eval()
     gold = {"words": ["aspirin", "helps"], "labels": [1, 0]}
-    silver = {"words": ["renal", "failure", "here"], "labels": [2, 2, 0], "silver": True}
-    batch = SilverCollator(PriorCollator(minilm_tokenizer), weight=0.25)([gold, silver])
-    assert batch["label_weights"].tolist() == [1.0, 0.25]
+    index = {"O": 0, "B-X": 1, "B-Y": 2}
+    silver = silver_rows([["renal", "failure", "here"]], [["B-Y", "B-Y", "O"]], index, weight=0.25)[0]
+    batch = PriorCollator(minilm_tokenizer)([gold, silver])
     weights = batch.pop("label_weights")
+    labelled = batch["labels"] != -100
+    assert set(weights[0][labelled[0]].tolist()) == {1.0} and set(weights[1][labelled[1]].tolist()) == {0.25}
     plain = model(**batch).loss
     loss_1, _ = weighted_token_loss(model, dict(batch), torch.ones(2))
     assert torch.allclose(loss_1, plain, atol=1e-6)  # weight 1 everywhere: the model's own loss
     loss_w, _ = weighted_token_loss(model, dict(batch), weights)
     loss_g, _ = weighted_token_loss(model, dict(batch), torch.tensor([1.0, 0.0]))
     loss_s, _ = weighted_token_loss(model, dict(batch), torch.tensor([0.0, 1.0]))
-    assert torch.allclose(loss_w, loss_g + 0.25 * loss_s, atol=1e-6)
+    assert torch.allclose(loss_w, loss_g + 0.25 * loss_s, atol=1e-6)  # per-token weights == per-row here
 
 
 # ---- the pipeline ----------------------------------------------------------------

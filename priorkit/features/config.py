@@ -23,6 +23,9 @@ class FeatureConfig:
     concept_buckets: int = 0
     #: training only: probability that a token's features are all dropped (word-level feature dropout).
     dropout: float = 0.1
+    #: training only: knowledge dropout -- probability that a whole matched mention loses its
+    #: features (all its tokens together), so that the model must also read the context.
+    mention_dropout: float = 0.0
     #: "token": a sigmoid gate per token computed from its embedding (GEMNET-style); "scalar": one
     #: learnable gate for all tokens.
     gate: Literal["token", "scalar"] = "token"
@@ -63,6 +66,8 @@ class FeatureConfig:
             out.append(("concept_buckets", f"must be a whole number >= 0 (0: off), got {self.concept_buckets!r}"))
         if not 0.0 <= self.dropout < 1.0:
             out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
+        if isinstance(self.mention_dropout, bool) or not 0.0 <= self.mention_dropout < 1.0:
+            out.append(("mention_dropout", f"must lie in [0, 1), got {self.mention_dropout!r}"))
         if self.gate not in GATES:
             out.append(("gate", f"must be one of {', '.join(GATES)}, got {self.gate!r}"))
         if self.control is not None:

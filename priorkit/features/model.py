@@ -26,9 +26,10 @@ class TokenFeatureInput(nn.Module):
     """``e + gate(e) * (W f + sum_k E[c_k])`` with feature dropout in training."""
 
     def __init__(self, n_features: int, hidden: int, *, concept_buckets: int = 0, dropout: float = 0.1,
-                 gate: str = "token", gate_init: float = 0.0) -> None:
+                 gate: str = "token", gate_init: float = 0.0, mention_dropout: float = 0.0) -> None:
         super().__init__()
         self.n_features, self.hidden, self.dropout, self.gate_kind = n_features, hidden, dropout, gate
+        self.mention_dropout = mention_dropout
         self.proj = nn.Linear(n_features, hidden, bias=False)
         nn.init.zeros_(self.proj.weight)
         self.concepts = nn.Embedding(concept_buckets + 1, hidden, padding_idx=0) if concept_buckets else None
@@ -53,11 +54,14 @@ class TokenFeatureInput(nn.Module):
                 "per token; build them with the FeatureBuilder of this model")
         weight = self.proj.weight
         f = features.to(device=weight.device, dtype=weight.dtype)
+        keep = None
         if self.training and self.dropout > 0:  # whole tokens lose their features, as a missed match
             keep = (torch.rand(f.shape[:2], device=f.device) >= self.dropout).to(f.dtype)
+        if self.training and self.mention_dropout > 0:  # whole mentions, as a word the dictionary lacks
+            kept = keep_mentions(f, self.mention_dropout).to(f.dtype)
+            keep = kept if keep is None else keep * kept
+        if keep is not None:
             f = f * keep.unsqueeze(-1)
-        else:
-            keep = None
         added = self.proj(f)
         if self.concepts is not None and concepts is not None:
             c = concepts.to(device=weight.device)
@@ -69,6 +73,20 @@ class TokenFeatureInput(nn.Module):
         else:
             gate = torch.sigmoid(self.gate_logit)
         return embeddings + (gate * added).to(embeddings.dtype)
+
+
+def keep_mentions(features: torch.Tensor, p: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(B, L) bool: False on every token of the mentions dropped, each with probability ``p``.
+
+    ``features`` is (B, L, 2G) B/I tags (column ``2g`` B of group ``g``).  A mention starts at
+    a token with any B tag and runs over the following tokens that carry a tag; each mention
+    of a sentence is kept or dropped as a whole (all its groups together)."""
+    tagged = features.abs().sum(-1) > 0
+    starts = (features[..., 0::2] > 0).any(-1) | (tagged & ~torch.nn.functional.pad(tagged, (1, 0))[:, :-1])
+    mention = torch.cumsum(starts.long(), dim=-1)  # (B, L): 1.. per mention, 0 before the first
+    B, L = mention.shape
+    drop = torch.rand((B, L + 1), device=features.device, generator=generator) < p
+    return ~(tagged & torch.gather(drop, 1, mention))
 
 
 def _pre_hook(model: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -89,7 +107,7 @@ def _embedding_hook(module: nn.Module, args: tuple, output: torch.Tensor) -> tor
 
 
 def attach_features(model: nn.Module, n_features: int, *, concept_buckets: int = 0, dropout: float = 0.1,
-                    gate: str = "token", gate_init: float = 0.0) -> TokenFeatureInput:
+                    gate: str = "token", gate_init: float = 0.0, mention_dropout: float = 0.0) -> TokenFeatureInput:
     """Give ``model`` a token-feature input (see the module doc); returns the new module."""
     if hasattr(model, ATTR):
         raise PriorkitError(f"{type(model).__name__} already has token features; "
@@ -97,7 +115,7 @@ def attach_features(model: nn.Module, n_features: int, *, concept_buckets: int =
     embeddings = model.get_input_embeddings()
     ref = embeddings.weight
     module = TokenFeatureInput(n_features, ref.shape[1], concept_buckets=concept_buckets, dropout=dropout,
-                               gate=gate, gate_init=gate_init).to(device=ref.device)
+                               gate=gate, gate_init=gate_init, mention_dropout=mention_dropout).to(device=ref.device)
     model.add_module(ATTR, module)
     embeddings.__dict__["_priorkit_owner"] = module  # not a submodule: no second copy in the state dict
     module.__dict__["_handles"] = (model.register_forward_pre_hook(_pre_hook, with_kwargs=True),
@@ -110,7 +128,7 @@ def attach_for(model: nn.Module, builder: Any) -> TokenFeatureInput:
     """Attach the feature input ``builder``'s config describes to ``model``."""
     s = builder.config
     return attach_features(model, builder.n_features, concept_buckets=s.concept_buckets, dropout=s.dropout,
-                           gate=s.gate, gate_init=s.gate_init)
+                           gate=s.gate, gate_init=s.gate_init, mention_dropout=s.mention_dropout)
 
 
 def feature_module(model: nn.Module) -> TokenFeatureInput | None:

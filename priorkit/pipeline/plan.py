@@ -77,6 +77,13 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("features", None)
     if d.get("silver") is None:  # absent before silver labels existed: old keys hold
         d.pop("silver", None)
+    if d.get("calibrate") is None:  # absent before calibration: old keys hold
+        d.pop("calibrate", None)
+    for section, defaults in (("features", {"mention_dropout": 0.0}),
+                              ("silver", {"unmatched_weight": None, "teacher": None})):
+        for field, default in defaults.items():  # fields added later: old keys hold at their defaults
+            if isinstance(d.get(section), dict) and d[section].get(field, default) == default:
+                d[section].pop(field, None)
     if not d.get("channels"):  # absent before the channels: old keys hold
         d.pop("channels", None)
     # the defaults of fields added later are left out, so older runs' keys hold

@@ -27,7 +27,8 @@ class SilverRun:
 
     def describe(self) -> dict[str, Any]:
         return {"sentences": len(self.rows), "recipe": self.config.recipe, "unmatched": self.config.unmatched,
-                "provider": self.config.provider}
+                "provider": self.config.provider, "weight": self.config.weight,
+                "teacher": dataclasses.asdict(self.config.teacher) if self.config.teacher else None}
 
 
 def silver_dir(cfg: PipelineConfig) -> Path:
@@ -75,9 +76,11 @@ def unlabeled_sentences(plan: RunPlan, splits: dict[str, Split]) -> list[list[st
     return rest
 
 
-def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Callable[[str], None] | None = None
-                   ) -> SilverRun | None:
-    """The run's silver rows (None without ``prior.silver``), labelled through the store."""
+def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Callable[[str], None] | None = None,
+                   teacher: Path | None = None) -> SilverRun | None:
+    """The run's silver rows (None without ``prior.silver``), labelled through the store: by
+    the dictionary, or with ``silver.teacher`` by the trained ``teacher`` folder (the run's own,
+    or ``teacher.model``) merged with the dictionary."""
     config = resolved_config(plan.prior)
     if config is None:
         return None
@@ -88,13 +91,23 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
 
     check_settings(plan.cfg, {plan.prior_name: plan.prior}, splits["train"])
     sentences = unlabeled_sentences(plan, splits)
-    labeller = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
+    labeller: Any = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
+    if config.teacher is not None:
+        from ..silver.teacher import TeacherLabeller
+
+        folder = teacher if teacher is not None else Path(config.teacher.model).expanduser()
+        t = config.teacher
+        labeller = TeacherLabeller(folder, t.threshold, labeller if t.dictionary else None, t.merge)
+        labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
     counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait
     if log is not None and counts:
         log(f"[{plan.label}] silver labels: {len(sentences)} sentences, {counts['labelled']} newly labelled "
             f"({store.dir})")
-    return SilverRun(config, silver_rows(sentences, store.tags_for(sentences), task._index, config.unmatched))
+    weight = 1.0 if config.weight == "auto" else float(config.weight)  # auto: resolved by calibrate_run
+    rows = silver_rows(sentences, store.tags_for(sentences), task._index, config.unmatched, weight,
+                       config.unmatched_weight)
+    return SilverRun(config, rows)
 
 
 def one_pass(plan: RunPlan, **train: Any) -> RunPlan:

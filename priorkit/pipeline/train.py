@@ -78,6 +78,18 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 
 def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
               callbacks: Sequence[Any] = (), eval_each_epoch: str | None = None) -> dict[str, Any]:
+    """Fine-tune one run and save ``model/`` (see :func:`_train_one`); a setting with a silver
+    teacher trains its teacher and student(s) (:mod:`priorkit.pipeline.self_training`)."""
+    from .self_training import needs_teacher, self_train
+
+    if needs_teacher(plan):
+        return self_train(plan, splits, _train_one, evaluate_run, resume=resume, callbacks=callbacks,
+                          eval_each_epoch=eval_each_epoch)
+    return _train_one(plan, splits, resume=resume, callbacks=callbacks, eval_each_epoch=eval_each_epoch)
+
+
+def _train_one(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True, callbacks: Sequence[Any] = (),
+               eval_each_epoch: str | None = None, teacher: Path | None = None) -> dict[str, Any]:
     """Fine-tune one run and save ``model/``; returns a training summary.
 
     Resumes from the newest checkpoint in ``checkpoints/`` when there is one
@@ -94,9 +106,11 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     task = fit_task(cfg, train)
     rows = [task.encode(train.examples[i]) for i in plan.train_indices(len(train))]
     key = plan.train_key(train)
+    from .calibrate_stage import calibrate_run
     from .silver_stage import silver_for_run, silver_first, training_rows
 
-    silver = silver_for_run(plan, splits, task, log=log.info)
+    plan, calibration = calibrate_run(plan, splits, task.labels)  # prints the dictionary's quality
+    silver = silver_for_run(plan, splits, task, log=log.info, teacher=teacher)
     stage, trained_rows = training_rows(plan, rows, silver)  # mix: gold and silver in one pass
     source = model_source(cfg)
 
@@ -106,11 +120,7 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     channels = make_channels(cfg, plan.prior, tokenizer)
     for channel in channels:
         channel.attach(model)
-    collator = make_collator(cfg, tokenizer, channels)
-    if silver is not None:
-        from ..silver.recipe import SilverCollator
-
-        collator = SilverCollator(collator, silver.config.weight)
+    collator = make_collator(cfg, tokenizer, channels)  # silver rows carry their own word weights
     eval_rows = compute_metrics = None
     if eval_each_epoch is not None:
         scored = splits[eval_each_epoch].examples
@@ -143,6 +153,8 @@ def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
     }
     if silver is not None:
         summary["silver"] = {**silver.describe(), "rows": len(trained_rows), "first_stage": first}
+    if calibration is not None:
+        summary["calibration"] = {k: calibration[k] for k in ("before", "after", "dropped", "threshold")}
     _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), channels=channels)
 
     history = trainer.state.log_history

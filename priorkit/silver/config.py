@@ -5,10 +5,42 @@ Torch-free, so the pipeline schema can use :class:`SilverConfig` as a section ty
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 RECIPES = ("mix", "then-gold")
 UNMATCHED = ("O", "ignore")
+MERGES = ("teacher-first", "dictionary-first")
+
+
+@dataclasses.dataclass
+class TeacherConfig:
+    """``prior.silver.teacher``: a trained model labels the unlabelled text (self-training)."""
+
+    #: a trained model folder (priorkit.load_model) whose confident tags are the labels; null:
+    #: the run trains its own teacher first (the same setting on the gold subset, no silver).
+    model: str | None = None
+    #: a word's predicted tag counts when the model gives it at least this probability (an
+    #: entity: every word of it); below it the word is unknown (out of the loss).
+    threshold: float = 0.9
+    #: how the teacher's confident entities meet the dictionary's matches: "teacher-first" (the
+    #: teacher's entities stay; a dictionary entity is added where it overlaps none of them) or
+    #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none).
+    merge: Literal["teacher-first", "dictionary-first"] = "teacher-first"
+    #: whether the dictionary's matches take part at all (false: the teacher's labels alone).
+    dictionary: bool = True
+    #: self-training rounds (1-3): each round's student labels the text for the next one; the
+    #: rounds stop early when the student's devel score (data.eval) does not beat its teacher's.
+    rounds: int = 1
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if isinstance(self.threshold, bool) or not 0.0 < self.threshold <= 1.0:
+            out.append(("threshold", f"must lie in (0, 1] (a probability), got {self.threshold!r}"))
+        if self.merge not in MERGES:
+            out.append(("merge", f"must be one of {', '.join(MERGES)}, got {self.merge!r}"))
+        if isinstance(self.rounds, bool) or not 1 <= self.rounds <= 3:
+            out.append(("rounds", f"must be 1, 2 or 3, got {self.rounds!r}"))
+        return out
 
 
 @dataclasses.dataclass
@@ -27,8 +59,14 @@ class SilverConfig:
     #: "mix": gold and silver sentences in one shuffled training list; "then-gold": train on
     #: silver first, then on gold from those weights.
     recipe: Literal["mix", "then-gold"] = "mix"
-    #: mix: the loss weight of silver tokens (gold tokens: 1).
-    weight: float = 1.0
+    #: mix: the loss weight of silver tokens (gold tokens: 1); "auto": the dictionary's F1
+    #: estimated on the run's gold subset (prior.calibrate's counts; docs/calibration.md).
+    weight: Union[float, Literal["auto"]] = 1.0
+    #: unmatched: O -- the loss weight of the O labels of words no match covers, relative to
+    #: ``weight`` (soft partial labels, e.g. 0.1); null: the same weight as matched words.
+    unmatched_weight: float | None = None
+    #: a trained model labels the text too (self-training; docs/silver.md); null: the dictionary alone.
+    teacher: TeacherConfig | None = None
     #: mix: silver sentences per gold sentence in the training list (null: ``silver_epochs``
     #: passes over the silver text, whatever their number).
     ratio: float | None = None
@@ -58,8 +96,14 @@ class SilverConfig:
             out.append(("recipe", f"must be one of {', '.join(RECIPES)}, got {self.recipe!r}"))
         if self.unmatched not in UNMATCHED:
             out.append(("unmatched", f"must be one of {', '.join(UNMATCHED)}, got {self.unmatched!r}"))
-        if not self.weight > 0:
-            out.append(("weight", f"must be positive, got {self.weight!r}"))
+        if self.weight != "auto" and (isinstance(self.weight, (bool, str)) or not self.weight > 0):
+            out.append(("weight", f"must be positive or auto, got {self.weight!r}"))
+        if self.unmatched_weight is not None and not 0.0 <= self.unmatched_weight <= 1.0:
+            out.append(("unmatched_weight", f"must lie in [0, 1] (or null), got {self.unmatched_weight!r}"))
+        if self.unmatched_weight is not None and self.unmatched == "ignore":
+            out.append(("unmatched_weight", "applies to unmatched: O (ignore leaves unmatched words out of the loss)"))
+        if self.teacher is not None:
+            out += [(f"teacher.{f}", m) for f, m in self.teacher.problems()]
         if self.ratio is not None and not self.ratio > 0:
             out.append(("ratio", f"must be positive (or null), got {self.ratio!r}"))
         if not self.silver_epochs > 0:
@@ -68,7 +112,7 @@ class SilverConfig:
             out.append(("chunk_size", f"must be at least 1, got {self.chunk_size!r}"))
         if self.types is not None and not self.types:
             out.append(("types", "is empty; map at least one group to an entity type, or leave it null"))
-        if self.recipe == "then-gold" and (self.weight != 1.0 or self.ratio is not None):
+        if self.recipe == "then-gold" and (self.weight not in (1.0, "auto") or self.ratio is not None):
             out.append(("weight" if self.weight != 1.0 else "ratio",
                         "applies to recipe: mix only (then-gold trains on silver alone, then on gold)"))
         return out

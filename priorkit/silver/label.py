@@ -52,3 +52,9 @@ class Labeller:
     def tags(self, words: Sequence[str]) -> list[str]:
         words = list(words)
         return group_entities(self.provider.matches(words), len(words), self.types)
+
+    def tags_many(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        return [self.tags(w) for w in sentences]
+
+    def describe(self) -> dict:
+        return {"provider": self.provider.describe(), "types": self.types}

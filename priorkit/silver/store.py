@@ -15,10 +15,10 @@ import itertools
 import json
 import os
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import PriorkitError
-from .label import Labeller, sentence_digest
+from .label import sentence_digest
 
 SHARD_GLOB = "shard-*.jsonl"
 
@@ -26,7 +26,7 @@ SHARD_GLOB = "shard-*.jsonl"
 class SilverStore:
     """The labels of one labeller under ``folder`` (see the module doc)."""
 
-    def __init__(self, folder: str | os.PathLike, labeller: Labeller) -> None:
+    def __init__(self, folder: str | os.PathLike, labeller: Any) -> None:
         self.labeller = labeller
         self.dir = Path(folder) / labeller.fingerprint
 
@@ -55,9 +55,8 @@ class SilverStore:
             stale.unlink()
         meta = self.dir / "labeller.json"
         if not meta.exists():
-            _atomic_write(meta, json.dumps({"fingerprint": self.labeller.fingerprint,
-                                            "provider": self.labeller.provider.describe(),
-                                            "types": self.labeller.types}, indent=1, default=str))
+            _atomic_write(meta, json.dumps({"fingerprint": self.labeller.fingerprint, **self.labeller.describe()},
+                                           indent=1, default=str))
         have = self.known()
         todo: dict[str, list[str]] = {}
         for words in sentences:
@@ -71,7 +70,8 @@ class SilverStore:
             chunk = list(itertools.islice(items, chunk_size))
             if not chunk:
                 break
-            text = "".join(json.dumps({"d": d, "t": self.labeller.tags(w)}) + "\n" for d, w in chunk)
+            tags = self.labeller.tags_many([w for _, w in chunk])
+            text = "".join(json.dumps({"d": d, "t": t}) + "\n" for (d, _), t in zip(chunk, tags))
             _atomic_write(self.dir / f"shard-{index:06d}.jsonl", text)
             done += len(chunk)
             if progress is not None:
@@ -92,7 +92,7 @@ class SilverStore:
         return [found[d] for d in want]
 
 
-def label_sentences(folder: str | os.PathLike, labeller: Labeller, sentences: Sequence[Sequence[str]],
+def label_sentences(folder: str | os.PathLike, labeller: Any, sentences: Sequence[Sequence[str]],
                     chunk_size: int = 2000) -> list[list[str]]:
     """Silver tags of ``sentences`` through the store under ``folder`` (labelling what it lacks)."""
     store = SilverStore(folder, labeller)

@@ -197,6 +197,15 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
     for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels)[:1]:
         raise _fail(path + field, loc, src, msg)
+    if p.calibrate is not None:
+        if cfg.task.type != "token-classification":
+            raise _fail(path + ("calibrate",), loc, src, "calibrating a dictionary needs task.type "
+                        f"token-classification (gold entities), not {cfg.task.type}")
+        for field, msg in p.calibrate.problems()[:1]:
+            raise _fail(path + ("calibrate", field), loc, src, msg)
+        if p.features is None and p.silver is None:
+            raise _fail(path + ("calibrate",), loc, src, "calibrates the matches of token features or silver "
+                        "labels, and this setting has neither; set prior.features or prior.silver, or drop it")
 
     if p.channels:
         from ...channels.base import CHANNELS, unknown_channels

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
+from ...calibration import CalibrateConfig
 from ...features.config import FeatureConfig
 from ...silver.config import SilverConfig
 from ...spec import PriorSpec, spec_of
@@ -125,6 +126,10 @@ class PriorConfig(PriorSpec):
     #: silver labels: the provider's matches label unlabelled text (data.unlabeled) that the
     #: model trains on with the gold labels (token classification only; docs/silver.md); null: none.
     silver: SilverConfig | None = None
+    #: calibrate the dictionary on the run's gold subset before training: forms the gold
+    #: shows wrong too often are dropped from the features' and the silver labels' matches,
+    #: and the dictionary's quality is printed (docs/calibration.md); null: off.
+    calibrate: CalibrateConfig | None = None
     #: more channels (docs/channels.md): channel name -> its own settings, for channels
     #: registered with ``priorkit.channels.register_channel``.
     channels: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -1,0 +1,85 @@
+"""The ``calibrated`` provider: another provider's concept matches without the surface forms
+that the gold labels showed to be wrong too often (priorkit/calibration.py, docs/calibration.md)::
+
+    priorkit.get_provider("calibrated", provider="ontology", params={"source": "hpo+mesh"},
+                          drop=[["ca", "mesh:D"], ["*", "hpo"]])
+
+``drop`` lists ``[form, group]`` pairs: a match of ``group`` whose words, lower-cased and
+joined by one space, are ``form`` is left out; ``["*", group]`` leaves out the whole group.
+Pair values and phrase segments are the inner provider's.  The fingerprint holds the inner
+provider's and the drop list, so silver labels and caches of another calibration never mix.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+import priorkit
+from priorkit.calibration import form_of
+from priorkit.errors import PriorkitError
+from priorkit.provider import Match, PriorProvider
+
+from .combine import resolve_provider
+
+
+class CalibratedProvider(PriorProvider):
+    """The inner provider's matches minus the dropped (form, group) pairs."""
+
+    name = "calibrated"
+    version = "1"
+
+    def __init__(self, provider: Any = None, params: Mapping[str, Any] | None = None,
+                 drop: Sequence[Sequence[str]] = ()) -> None:
+        self.check_params({"provider": provider, "params": params, "drop": drop})
+        if isinstance(provider, str):
+            inner = priorkit.get_provider(provider, **dict(params or {}))
+        else:
+            inner = resolve_provider(provider)
+        if not inner.supports_matches:
+            raise PriorkitError(f"calibrated: provider {inner.name!r} has no concept matches to calibrate; "
+                                "wrap one that implements matches(), e.g. ontology")
+        pairs = sorted({(str(f), str(g)) for f, g in drop})
+        super().__init__(provider=inner, drop=[list(p) for p in pairs])
+        self.inner = inner
+        self.drop = set(pairs)
+        self.drop_groups = {g for f, g in pairs if f == "*"}
+
+    @staticmethod
+    def check_params(params: Mapping[str, Any]) -> None:
+        provider = params.get("provider")
+        if provider is None or provider == "":
+            raise PriorkitError("calibrated needs params.provider: the provider whose matches it filters, "
+                                "e.g. {provider: ontology, params: {source: hpo+mesh}, drop: [[form, group]]}")
+        inner_params = params.get("params")
+        if inner_params is not None and not isinstance(inner_params, Mapping):
+            raise PriorkitError(f"calibrated: params.params must be a mapping, got {inner_params!r}")
+        for item in params.get("drop") or ():
+            if isinstance(item, str) or len(item) != 2 or not all(isinstance(x, str) for x in item):
+                raise PriorkitError(f"calibrated: each drop entry is [form, group] (two strings), got {item!r}")
+
+    def load(self) -> None:
+        self.inner.ensure_loaded()
+
+    def match_groups(self) -> list[str]:
+        return self.inner.match_groups()
+
+    def segment(self, words: Sequence[str]) -> list[tuple[int, int]]:
+        return self.inner.segment(words)
+
+    def compute_matches(self, words: Sequence[str]) -> list[Match]:
+        out = []
+        for m in self.inner.matches(words):
+            if m.group in self.drop_groups or (form_of(words, m.start, m.end), m.group) in self.drop:
+                continue
+            out.append(m)
+        return out
+
+    def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
+        return self.inner.similarity(left, right)
+
+
+@priorkit.hookimpl
+def register_prior_providers(register) -> None:
+    register("calibrated", CalibratedProvider,
+             "another provider's concept matches without the forms the gold labels showed wrong (drop list)")

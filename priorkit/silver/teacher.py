@@ -1,0 +1,133 @@
+"""A trained model as a silver labeller (self-training; docs/silver.md, "Self-training").
+
+:class:`TeacherLabeller` tags sentences with a trained token-classification model folder
+(``priorkit.load_model``): a word keeps its predicted tag when the model gives that tag at
+least ``threshold`` probability, and an entity only when every word of it does; the other
+words are unknown (``?``: out of the student's loss).  With a dictionary labeller beside it,
+the two sets of entities meet by a stated rule:
+
+* ``teacher-first``: the teacher's confident entities stay; a dictionary entity is added where
+  it overlaps none of them (its words were confident ``O`` or unknown);
+* ``dictionary-first``: the dictionary's entities stay; a confident teacher entity is added
+  where it overlaps none of them.
+
+The labeller has the interface of :class:`~priorkit.silver.label.Labeller` (``fingerprint``,
+``tags``, ``tags_many``), so the silver store keeps its labels like a dictionary's: keyed by
+the model's weights digest, the threshold, the rule and the dictionary's fingerprint.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..checksums import file_sha256, json_sha256
+from ..errors import PriorkitError
+from .label import Labeller
+from .recipe import UNKNOWN
+
+Entity = tuple[int, int, str]  # first word, end word (exclusive), type
+
+
+def spans(tags: Sequence[str]) -> list[Entity]:
+    """Entities of BIO tags (``?`` and ``O`` end an entity)."""
+    out, start, kind = [], None, None
+    for i, tag in enumerate(list(tags) + ["O"]):
+        if tag.startswith("I-") and start is not None and tag[2:] == kind:
+            continue
+        if start is not None:
+            out.append((start, i, kind))
+        start, kind = (i, tag[2:]) if tag[:2] in ("B-", "I-") else (None, None)
+    return out
+
+
+def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: float) -> list[str]:
+    """The teacher's tags with the unsure words (and every word of an unsure entity) as ``?``."""
+    out = [t if c >= threshold else UNKNOWN for t, c in zip(tags, confidence)]
+    for s, e, _ in spans(tags):
+        if min(confidence[s:e]) < threshold:
+            out[s:e] = [UNKNOWN] * (e - s)
+    return out
+
+
+def merge_labels(teacher: Sequence[str], dictionary: Sequence[str], rule: str) -> list[str]:
+    """One word list of tags from the teacher's (with ``?``) and the dictionary's (see the module doc)."""
+    first, second = (teacher, dictionary) if rule == "teacher-first" else (dictionary, teacher)
+    kept = spans(first)
+    out = list(teacher)
+    if rule == "dictionary-first":  # the dictionary's entities replace whatever the teacher said there
+        for s, e, t in kept:
+            out[s:e] = [f"B-{t}"] + [f"I-{t}"] * (e - s - 1)
+    taken = np.zeros(len(out) + 1, dtype=bool)
+    for s, e, _ in kept:
+        taken[s:e] = True
+    for s, e, t in spans(second):
+        if not taken[s:e].any():
+            out[s:e] = [f"B-{t}"] + [f"I-{t}"] * (e - s - 1)
+    return out
+
+
+class TeacherLabeller:
+    """Words -> confident tags of a trained model folder, merged with a dictionary's (module doc)."""
+
+    def __init__(self, folder: str | Path, threshold: float = 0.9, dictionary: Labeller | None = None,
+                 merge: str = "teacher-first", batch_size: int = 64) -> None:
+        from ..inference import load_model
+
+        self.folder = Path(folder)
+        if not 0.0 < threshold <= 1.0:
+            raise PriorkitError(f"teacher threshold must lie in (0, 1], got {threshold!r}")
+        self.predictor = load_model(self.folder)
+        if self.predictor.task_type != "token-classification":
+            raise PriorkitError(f"{self.folder}: the teacher is a {self.predictor.task_type} model; a silver "
+                                "teacher must be a token-classification model of the same task")
+        self.threshold, self.dictionary, self.merge, self.batch_size = float(threshold), dictionary, merge, batch_size
+        weights = next((p for p in (self.folder / "model.safetensors", self.folder / "model" / "model.safetensors")
+                        if p.exists()), None)
+        self._weights = file_sha256(weights) if weights is not None else json_sha256(str(self.folder.resolve()))
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.predictor.labels)
+
+    def check_labels(self, task_labels: Sequence[str], where: str) -> None:
+        """Stop when the teacher's tags are not the task's (another task's model)."""
+        if sorted(self.labels) != sorted(task_labels):
+            raise PriorkitError(f"{where}: the teacher {self.folder} predicts tags {', '.join(self.labels)}, the task "
+                                f"has {', '.join(task_labels)}; name a teacher trained on this task")
+
+    @property
+    def fingerprint(self) -> str:
+        return "teacher-" + json_sha256({"weights": self._weights, "threshold": self.threshold, "merge": self.merge,
+                                         "dictionary": self.dictionary.fingerprint if self.dictionary else None}, 16)
+
+    def describe(self) -> dict[str, Any]:
+        return {"teacher": str(self.folder), "threshold": self.threshold, "merge": self.merge,
+                "dictionary": self.dictionary.provider.describe() if self.dictionary else None}
+
+    def tags(self, words: Sequence[str]) -> list[str]:
+        return self.tags_many([words])[0]
+
+    def tags_many(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """The labels of many sentences: the model in batches, then the merge per sentence."""
+        examples = [{"words": list(w)} for w in sentences]
+        p = self.predictor
+        out: list[list[str]] = []
+        for start, enc, logits in p.batches(examples, self.batch_size):
+            z = logits - logits.max(-1, keepdims=True)
+            probs = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+            for j in range(len(logits)):
+                words = examples[start + j]["words"]
+                tags, conf = ["O"] * len(words), [0.0] * len(words)  # a word cut off by truncation: unknown
+                previous = None
+                for t, w in enumerate(enc.word_ids(j)):
+                    if w is not None and w != previous:
+                        k = int(probs[j, t].argmax())
+                        tags[w], conf[w] = p.labels[k], float(probs[j, t, k])
+                    previous = w
+                row = confident_tags(tags, conf, self.threshold)
+                if self.dictionary is not None:
+                    row = merge_labels(row, self.dictionary.tags(words), self.merge)
+                out.append(row)
+        return out
