@@ -11,25 +11,26 @@ seeds both arms share, seeds ahead). ``--runs-csv`` also writes one row per run.
 
 The sweep's own report (``priorkit sweep PIPELINE --report-only``: curve.md, results.md,
 controls.md) has the same differences with the sentence bootstrap beside them; this script
-is the compact view docs/benchmarks.md shows, with arms side by side.
+is the compact view docs/benchmarks.md shows, with arms side by side (the tables are
+``priorkit.pipeline.claims``'s, which ``benchmarks/claims.py`` renders into the docs from the
+sweep's results.csv under docs/results).
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import os
-import statistics as st
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from priorkit.pipeline.config import load_config  # noqa: E402
-from priorkit.pipeline.curve import compare, score_table  # noqa: E402
+from priorkit.pipeline.claims import CURVE_ARMS, CURVE_PAIRS, deltas_markdown, scores_markdown  # noqa: E402
+from priorkit.pipeline.curve import score_table  # noqa: E402
 from priorkit.pipeline.sweep import collect_rows, grid  # noqa: E402
 
-ARMS = ["none", "features", "attention", "both", "random-spans", "shuffled", "dict-union", "dict-override"]
-PAIRS = ["features-none", "attention-none", "both-none", "both-features", "features-random-spans",
-         "attention-shuffled", "features-dict-override", "dict-override-none"]
+ARMS = CURVE_ARMS
+PAIRS = [f"{a}-{b}" for a, b in CURVE_PAIRS]
 
 
 def main() -> None:
@@ -52,8 +53,6 @@ def main() -> None:
         raise SystemExit(f"no scored runs with {column} for {args.pipeline}")
     scores = score_table(rows, column, scale=100.0)
     present = {a for a, _ in scores}
-    arms = [a for a in args.arms if a in present]
-    fractions = sorted({f for _, f in scores})
 
     def split_pair(text: str) -> tuple[str, str] | None:
         """'features-random-spans' -> ('features', 'random-spans'); None when an arm has no runs."""
@@ -62,31 +61,8 @@ def main() -> None:
                 return text[:i], text[i + 1:]
         return None
 
-    print(f"| fraction | {' | '.join(arms)} | train s/run |")
-    print("|" + "---|" * (len(arms) + 2))
-    for f in fractions:
-        row = [f"{f * 100:g}%"]
-        for a in arms:
-            v = list(scores.get((a, f), {}).values())
-            row.append(f"{st.mean(v):.2f} ({st.stdev(v):.2f}, {len(v)})" if len(v) > 1
-                       else (f"{v[0]:.2f} (1)" if v else "-"))
-        secs = [r["train_seconds"] for r in rows if r["fraction"] == f and r.get("train_seconds")]
-        row.append(f"{st.mean(secs):.0f}" if secs else "-")
-        print("| " + " | ".join(row) + " |")
-    print()
-    pairs = [pair for pair in map(split_pair, args.pairs) if pair is not None]
-    print(f"| fraction | {' | '.join(f'{a} − {b}' for a, b in pairs)} |")
-    print("|" + "---|" * (len(pairs) + 1))
-    for f in fractions:
-        row = [f"{f * 100:g}%"]
-        for a, b in pairs:
-            c = compare(scores, a, b, f)
-            if c is None or c.stats.n < 2:
-                row.append("-")
-                continue
-            p = c.stats
-            row.append(f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}] {sum(d > 0 for d in c.deltas)}/{p.n}")
-        print("| " + " | ".join(row) + " |")
+    print(scores_markdown(rows, scores, args.arms))
+    print(deltas_markdown(scores, [pair for pair in map(split_pair, args.pairs) if pair is not None]), end="")
     if args.runs_csv:
         args.runs_csv.parent.mkdir(parents=True, exist_ok=True)
         extra = sorted({k for r in rows for k in r if k.startswith(column + "_")})

@@ -1,0 +1,45 @@
+"""Regenerate the measured claims of README.md and docs/*.md from the result files.
+
+Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` in README.md
+and docs/*.md is rewritten from the files under ``docs/results/`` by the renderer NAME of
+``priorkit/pipeline/claims.py`` (``readme``, ``curve-scores``, ``curve-deltas``,
+``arms-scores``, ``arms-deltas``, ``silver-scores``, ``silver-deltas``).
+``tests/test_claims.py`` fails when a block and its files differ.
+
+    .venv/bin/python benchmarks/claims.py           # rewrite the blocks
+    .venv/bin/python benchmarks/claims.py --check   # change nothing; exit 1 when one is stale
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from priorkit.pipeline.claims import Results, update_claims
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is stale")
+    args = ap.parse_args()
+    res = Results(ROOT / "docs" / "results")
+    stale = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        new, used = update_claims(text, res.folder, res)
+        if new != text:
+            stale.append(doc.relative_to(ROOT))
+            if not args.check:
+                doc.write_text(new, encoding="utf-8")
+        for name in used:
+            print(f"{doc.relative_to(ROOT)}: {name}" + (" (stale)" if new != text else ""))
+    if stale:
+        print(("stale: " if args.check else "rewritten: ") + ", ".join(map(str, stale)))
+    return 1 if stale and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

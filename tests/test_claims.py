@@ -1,0 +1,122 @@
+"""Claims generated from files: the measured tables of README.md and docs/benchmarks.md.
+
+* Every ``<!-- claims:begin NAME -->`` block of README.md and docs/*.md equals what
+  ``priorkit.pipeline.claims`` renders from ``docs/results/`` (``benchmarks/claims.py``
+  rewrites them), and every renderer has its block: no measured table can drift from its file.
+* The README's measured section holds no number outside its generated block.
+* The claims the files refute stay out: no learned arm beats the dictionary merged afterwards
+  below 10%, and at 10% the attention prior is below it.
+* The renderers compute what they say, on a small file made here.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from priorkit.pipeline import claims
+from priorkit.pipeline.claims import BLOCKS, MARKER, Results, update_claims
+from priorkit.stats import paired
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_docs_claims_are_generated_from_the_files():
+    res = Results(RESULTS)
+    used = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        new, names = update_claims(text, RESULTS, res)
+        assert new == text, f"{doc.name}: a claims block differs from its files; run `python benchmarks/claims.py`"
+        used += names
+    assert sorted(set(used)) == sorted(BLOCKS), "every claims renderer has its block in the docs"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "<!-- claims:begin readme -->" in readme
+    assert "<!-- claims:begin curve-scores -->" in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_measured_section_has_no_number_outside_its_generated_block():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What knowledge does (measured)", 1)[1].split("\n## ", 1)[0]
+    assert "<!-- claims:begin readme -->" in section and "results/bc5cdr-curve-curve.png" in section
+    rest = MARKER.sub("", section)
+    assert re.findall(r"[+-]?\d+\.\d+", rest) == [], "a measured number written by hand in the README"
+    assert len(section.splitlines()) < 40, "the measured section stays short"
+
+
+def test_the_merge_claims_follow_the_files():
+    res = Results(RESULTS)
+    # below 10% the dictionary merged afterwards beats every learned arm; from 10% on it does not
+    assert claims.merge_beats_all(res) == [0.01, 0.02, 0.05]
+    s = res.scores(claims.CURVE)
+    attention = claims.compare(s, "attention", "dict-override", 0.1).stats
+    assert round(attention.mean, 2) == -3.85 and attention.ci_high < 0
+    assert claims.compare(s, "features", "dict-override", 0.1).stats.ci_low > 0
+    for doc in (ROOT / "README.md", ROOT / "docs" / "benchmarks.md"):
+        text = " ".join(doc.read_text(encoding="utf-8").split())
+        assert "Every learned arm beats the dictionary merged" not in text
+        assert "**Every learned arm beats the cheap baseline**" not in text
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "at 1, 2 and 5% it beats every learned arm" in readme
+    assert f"still beats the attention prior ({attention.mean:+.2f} [{attention.ci_low:+.2f}," in readme
+
+
+# ---- the renderers on a small file -----------------------------------------------------------
+ROWS = """prior,fraction,seed,test_f1,test_f1_Chemical,test_f1_Disease,train_seconds,prior_shift
+none,0.1,0,0.50,0.6,0.4,10,
+none,0.1,1,0.60,0.7,0.5,12,
+none,0.1,2,0.55,0.6,0.5,14,
+features,0.1,0,0.52,0.6,0.44,20,
+features,0.1,1,0.64,0.7,0.58,22,
+features,0.1,2,0.61,0.7,0.52,24,
+dict-override,0.1,0,0.70,0.7,0.7,0.0,
+dict-override,0.1,1,0.70,0.7,0.7,0.0,
+features,1,0,0.80,0.8,0.8,100,
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "x-results.csv").write_text(ROWS)
+    return tmp_path
+
+
+def test_scores_and_deltas_tables_compute_what_they_say(folder):
+    res = Results(folder)
+    rows, s = res.rows("x-results.csv"), res.scores("x-results.csv")
+    assert s[("features", 0.1)] == pytest.approx({0: 52.0, 1: 64.0, 2: 61.0})
+    lines = claims.scores_markdown(rows, s, ["none", "features", "absent", "dict-override"]).splitlines()
+    assert lines[0] == "| fraction | none | features | dict-override | train s/run |"
+    # none: mean 55, sd 5; features 59 (sd 6.24...); dict-override 70 over 2 seeds; seconds: mean of
+    # the trained runs only (10..24 -> 17), the post-hoc rows' 0 left out
+    assert lines[2] == "| 10% | 55.00 (5.00, 3) | 59.00 (6.24, 3) | 70.00 (0.00, 2) | 17 |"
+    assert lines[3] == "| 100% | - | 80.00 (1) | - | 100 |"
+    d = claims.deltas_markdown(s, [("features", "none"), ("features", "dict-override"), ("both", "none")])
+    p = paired([2.0, 4.0, 6.0])
+    head, _, ten, hundred = d.splitlines()
+    assert head == "| fraction | features − none | features − dict-override |"
+    assert ten == f"| 10% | +4.00 [{p.ci_low:+.2f}, {p.ci_high:+.2f}] 3/3 | -12.00 [{paired([-18.0, -6.0]).ci_low:+.2f}, " \
+                  f"{paired([-18.0, -6.0]).ci_high:+.2f}] 0/2 |"
+    assert hundred == "| 100% | - | - |"  # one seed, or no baseline: no CI
+
+
+def test_a_stale_block_is_rewritten_and_an_unknown_one_refused(folder, monkeypatch):
+    monkeypatch.setitem(BLOCKS, "tiny", lambda res: claims.deltas_markdown(res.scores("x-results.csv"),
+                                                                          [("features", "none")]))
+    text = "before\n<!-- claims:begin tiny -->\n| stale |\n<!-- claims:end -->\nafter\n"
+    new, used = update_claims(text, folder)
+    assert used == ["tiny"] and "| stale |" not in new and "+4.00" in new
+    assert new.startswith("before\n<!-- claims:begin tiny -->\n| fraction |") and new.endswith("<!-- claims:end -->\nafter\n")
+    assert update_claims(new, folder) == (new, ["tiny"])
+    with pytest.raises(KeyError, match="unknown claims block 'nope'"):
+        update_claims("<!-- claims:begin nope -->\n<!-- claims:end -->", folder)
+
+
+def test_a_runs_csv_without_a_fraction_column_takes_the_given_fraction(tmp_path):
+    (tmp_path / "r.csv").write_text("arm,seed,test_f1\nnone,0,0.5\nsilver,0,0.7\n")
+    rows = claims.read_runs(tmp_path / "r.csv", fraction=0.1)
+    assert [(r["prior"], r["fraction"], r["seed"], r["test_f1"]) for r in rows] == [("none", 0.1, 0, 0.5),
+                                                                                   ("silver", 0.1, 0, 0.7)]
