@@ -8,7 +8,7 @@ type), spurious (overlapping no gold entity); gold entities into found (exactly)
 Gold entities are also split by whether the dictionary (the sweep's first post-hoc arm's
 provider, HPO + MeSH concept matches, typed as BC5CDR) tags them exactly: recall on the
 dictionary's entities and on the others tells whether an arm's gain is where the dictionary
-already is.  Prints a Markdown table of means over seeds; ``--json`` keeps the per-seed
+already is (``priorkit.pipeline.dictionary_recall``, which the demo's summary uses too).  Prints a Markdown table of means over seeds; ``--json`` keeps the per-seed
 counts.
 
     .venv/bin/python benchmarks/error_profile.py pipelines/bc5cdr-curve.yaml --fraction 0.1 \
@@ -26,6 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from priorkit.pipeline.config import PosthocConfig, load_config  # noqa: E402
 from priorkit.pipeline.data import load_data  # noqa: E402
+from priorkit.pipeline.dictionary_recall import dictionary_recall  # noqa: E402
 from priorkit.pipeline.plan import RunPlan  # noqa: E402
 from priorkit.pipeline.posthoc import dictionary_tags, entities, overlaps  # noqa: E402
 from priorkit.pipeline.predictions import read_predictions  # noqa: E402
@@ -33,8 +34,8 @@ from priorkit.pipeline.predictions import read_predictions  # noqa: E402
 
 def profile(pred: list[list[str]], gold: list[list[str]], dictionary: list[list[str]]) -> Counter:
     c: Counter = Counter()
-    for p_tags, g_tags, d_tags in zip(pred, gold, dictionary):
-        p, g, d = set(entities(p_tags)), set(entities(g_tags)), set(entities(d_tags))
+    for p_tags, g_tags in zip(pred, gold):
+        p, g = set(entities(p_tags)), set(entities(g_tags))
         for e in p:
             if e in g:
                 c["exact"] += 1
@@ -46,13 +47,10 @@ def profile(pred: list[list[str]], gold: list[list[str]], dictionary: list[list[
                 c["boundary"] += 1  # overlapping, other type and other words
             else:
                 c["spurious"] += 1
-        for e in g:
-            known = e in d
-            c["gold_dict" if known else "gold_other"] += 1
-            if e in p:
-                c["found_dict" if known else "found_other"] += 1
         c["predicted"] += len(p)
         c["gold"] += len(g)
+    split = dictionary_recall(pred, gold, dictionary)  # recall inside and outside the dictionary
+    c.update({k: getattr(split, k) for k in ("gold_dict", "found_dict", "gold_other", "found_other")})
     return c
 
 

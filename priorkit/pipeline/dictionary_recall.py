@@ -1,0 +1,102 @@
+"""Recall inside and outside the dictionary: does a model find the entities the dictionary
+already knows, or also the others?
+
+The gold entities of a split are cut in two by the dictionary's tags (its concept matches,
+each an entity of its group's type, as :func:`priorkit.pipeline.posthoc.dictionary_tags`
+renders them): those the dictionary tags *exactly* (same type, same first and last word)
+and the rest.  A model's recall on each part says where its gain comes from: a channel
+that only teaches the model to trust the matches raises the first and leaves (or lowers)
+the second.  ``benchmarks/error_profile.py`` and the demo's summary
+(``benchmarks/demo_summary.py``) read it from here; the sweep's reports can too.
+
+Only BIO tags in, counts and percentages out: no model, no provider, no pipeline config.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+Entity = tuple[str, int, int]  # type, first word, last word (inclusive, seqeval's form)
+
+
+def entities(tags: Sequence[str]) -> list[Entity]:
+    """The entities of one sentence's BIO tags (seqeval's reading, conlleval rules)."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return [(t, s, e) for t, s, e in get_entities(list(tags))]
+
+
+@dataclasses.dataclass(frozen=True)
+class DictionaryRecall:
+    """Gold entities the dictionary tags exactly (``gold_dict``) and the rest (``gold_other``),
+    and how many of each the predictions found exactly."""
+
+    gold_dict: int = 0
+    found_dict: int = 0
+    gold_other: int = 0
+    found_other: int = 0
+
+    @property
+    def gold(self) -> int:
+        return self.gold_dict + self.gold_other
+
+    @property
+    def recall(self) -> float:
+        """Overall recall x100 (exact entities)."""
+        return 100.0 * (self.found_dict + self.found_other) / self.gold if self.gold else 0.0
+
+    @property
+    def recall_dict(self) -> float:
+        """Recall x100 on the gold entities the dictionary tags exactly (0 when there are none)."""
+        return 100.0 * self.found_dict / self.gold_dict if self.gold_dict else 0.0
+
+    @property
+    def recall_other(self) -> float:
+        """Recall x100 on the other gold entities (0 when there are none)."""
+        return 100.0 * self.found_other / self.gold_other if self.gold_other else 0.0
+
+    @property
+    def coverage(self) -> float:
+        """Share x100 of the gold entities the dictionary tags exactly."""
+        return 100.0 * self.gold_dict / self.gold if self.gold else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"gold_dict": self.gold_dict, "found_dict": self.found_dict, "gold_other": self.gold_other,
+                "found_other": self.found_other, "recall": self.recall, "recall_dict": self.recall_dict,
+                "recall_other": self.recall_other, "coverage": self.coverage}
+
+
+def dictionary_recall(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],
+                      dictionary: Sequence[Sequence[str]]) -> DictionaryRecall:
+    """Recall of ``predicted`` on the gold entities ``dictionary`` tags exactly and on the rest.
+
+    All three are BIO tags, one list per sentence and one tag per word, in the same order.
+    """
+    if not len(predicted) == len(gold) == len(dictionary):
+        raise ValueError(f"{len(predicted)} predicted, {len(gold)} gold and {len(dictionary)} dictionary "
+                         "sentences: they must be the same sentences")
+    counts = dict.fromkeys(("gold_dict", "found_dict", "gold_other", "found_other"), 0)
+    for i, (p_tags, g_tags, d_tags) in enumerate(zip(predicted, gold, dictionary)):
+        if not len(p_tags) == len(g_tags) == len(d_tags):
+            raise ValueError(f"sentence {i}: {len(p_tags)} predicted, {len(g_tags)} gold and {len(d_tags)} "
+                             "dictionary tags")
+        p, d = set(entities(p_tags)), set(entities(d_tags))
+        for e in entities(g_tags):
+            part = "dict" if e in d else "other"
+            counts[f"gold_{part}"] += 1
+            counts[f"found_{part}"] += e in p
+    return DictionaryRecall(**counts)
+
+
+def recall_table(per_arm: Mapping[str, Sequence[DictionaryRecall]]) -> str:
+    """A Markdown table: per arm, the mean over its runs (seeds) of the recall on the
+    dictionary's entities, on the others and overall."""
+    lines = ["| arm | runs | recall, entities the dictionary tags | recall, the others | recall |",
+             "|---|---|---|---|---|"]
+    for arm, runs in per_arm.items():
+        if not runs:
+            continue
+        n = len(runs)
+        lines.append(f"| {arm} | {n} | {sum(r.recall_dict for r in runs) / n:.1f} | "
+                     f"{sum(r.recall_other for r in runs) / n:.1f} | {sum(r.recall for r in runs) / n:.1f} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,67 @@
+"""Recall inside and outside the dictionary (priorkit/pipeline/dictionary_recall.py): by hand on
+tags made here, and on real BC5CDR test sentences tagged by the real HPO + MeSH dictionary."""
+from __future__ import annotations
+
+import pytest
+
+from priorkit.pipeline.dictionary_recall import DictionaryRecall, dictionary_recall, recall_table
+
+
+def test_gold_entities_split_by_exact_dictionary_tags():
+    gold = [["B-Chemical", "O", "B-Disease", "I-Disease", "O", "B-Disease"]]
+    # exact: the chemical; the first disease only in part (one word of two); the last with the wrong type
+    dictionary = [["B-Chemical", "O", "B-Disease", "O", "O", "B-Chemical"]]
+    predicted = [["O", "O", "B-Disease", "I-Disease", "O", "B-Disease"]]
+    r = dictionary_recall(predicted, gold, dictionary)
+    assert (r.gold_dict, r.found_dict, r.gold_other, r.found_other) == (1, 0, 2, 2)
+    assert (r.recall_dict, r.recall_other, r.gold) == (0.0, 100.0, 3)
+    assert r.recall == pytest.approx(200 / 3) and r.coverage == pytest.approx(100 / 3)
+    # a boundary error is a miss, wherever the entity is
+    r = dictionary_recall([["B-Chemical", "O", "B-Disease", "O", "O", "O"]], gold, dictionary)
+    assert (r.found_dict, r.found_other) == (1, 0)
+    assert r.as_dict()["recall_dict"] == 100.0
+
+
+def test_empty_parts_and_mismatched_inputs():
+    r = dictionary_recall([["O", "O"]], [["O", "O"]], [["B-Chemical", "O"]])
+    assert r == DictionaryRecall() and (r.recall, r.recall_dict, r.recall_other, r.coverage) == (0, 0, 0, 0)
+    with pytest.raises(ValueError, match="same sentences"):
+        dictionary_recall([["O"]], [["O"], ["O"]], [["O"]])
+    with pytest.raises(ValueError, match="sentence 0: 2 predicted, 1 gold"):
+        dictionary_recall([["O", "O"]], [["O"]], [["O"]])
+
+
+def test_recall_table_means_over_runs():
+    a = DictionaryRecall(gold_dict=10, found_dict=9, gold_other=10, found_other=5)
+    b = DictionaryRecall(gold_dict=10, found_dict=7, gold_other=10, found_other=3)
+    lines = recall_table({"features": [a, b], "empty": []}).splitlines()
+    assert lines[2] == "| features | 2 | 80.0 | 40.0 | 60.0 |" and len(lines) == 3
+
+
+@pytest.fixture(scope="module")
+def bc5cdr_test_tagged():
+    from priorkit.pipeline.config import DataSource, PosthocConfig
+    from priorkit.pipeline.data import read_source, slice_examples
+    from priorkit.pipeline.posthoc import dictionary_tags
+
+    src = DataSource(source="bc5cdr", split="test", sample=300)
+    examples = slice_examples(read_source(src)[0], src)
+    return [list(e["tags"]) for e in examples], dictionary_tags(PosthocConfig(params={"source": "hpo+mesh"}), examples)
+
+
+def test_on_real_sentences_and_the_real_dictionary(bc5cdr_test_tagged):
+    from priorkit.metrics import ner_metrics
+    from priorkit.pipeline.dictionary_recall import entities
+
+    gold, dictionary = bc5cdr_test_tagged
+    n_gold = sum(len(entities(g)) for g in gold)
+    perfect = dictionary_recall(gold, gold, dictionary)
+    assert perfect.gold == n_gold > 300 and (perfect.recall_dict, perfect.recall_other) == (100.0, 100.0)
+    # the dictionary as the prediction finds exactly its own part and nothing else
+    alone = dictionary_recall(dictionary, gold, dictionary)
+    assert (alone.recall_dict, alone.recall_other) == (100.0, 0.0)
+    assert 50 < alone.coverage < 90  # HPO + MeSH tag most BC5CDR entities exactly, not all
+    # and its overall recall is seqeval's exact-entity recall of the dictionary
+    assert alone.recall == pytest.approx(100 * ner_metrics(gold, dictionary)["recall"])
+    nothing = dictionary_recall([["O"] * len(g) for g in gold], gold, dictionary)
+    assert (nothing.recall, nothing.gold_dict) == (0.0, alone.gold_dict)
