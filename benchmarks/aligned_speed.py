@@ -121,11 +121,13 @@ def epoch(examples, tok: str, cache: Path, root: Path, kind: str, workers: int) 
     model = AutoModelForSequenceClassification.from_pretrained(tok, num_labels=1)
     builder = new_builder(tok, cache)
     if kind == "none":
-        collator = PriorCollator(builder.tokenizer, None)
+        collator = PriorCollator(builder.tokenizer)
     else:
         enable_prior_attention(model, layers=(0,), mode="multiply")
         store = AlignedStore(builder, root, read_only=True) if kind == "store" else None
-        collator = PriorCollator(builder.tokenizer, builder, store=store)
+        from priorkit.channels.attention import AttentionChannel
+
+        collator = PriorCollator(builder.tokenizer, channels=[AttentionChannel(builder, store=store)])
     rows = [{"text_a": e.text_a, "text_b": e.text_b, "label": float(e.label)} for e in examples]
     loader = DataLoader(rows, batch_size=16, shuffle=False, collate_fn=collator, num_workers=workers)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)

@@ -55,7 +55,7 @@ def main() -> None:
         channels = [FeatureChannel(builder)] if with_features else []
         for c in channels:
             c.attach(model)
-        collate = PriorCollator(tokenizer, None, channels=channels, truncation=True, max_length=128)
+        collate = PriorCollator(tokenizer, channels=channels, truncation=True, max_length=128)
         return model, collate, torch.optim.AdamW(model.parameters(), lr=1e-5)
 
     arms = {"plain": setup(False), "features": setup(True)}

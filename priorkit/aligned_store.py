@@ -191,6 +191,42 @@ class AlignedStore:
         self.hits += n - len(missing)
         return self._assemble([space[k] for k in keys], pad_value)
 
+    def priors(self, encoding: Any, texts_a: Sequence, texts_b: Sequence | None = None, *,
+               pad_value: float = 0.0) -> torch.Tensor:
+        """``builder.priors(encoding, texts_a, texts_b)`` (a batch tokenised elsewhere: the
+        collator's), from the store where it can: a stored example whose token ids equal the
+        encoding's row gives its block without aligning or looking anything up; the others are
+        aligned by the builder (in one call) and stored."""
+        B, L = encoding["input_ids"].shape
+        keys = [text_key(texts_a[i], None if texts_b is None else texts_b[i]) for i in range(B)]
+        ns = self.namespace()
+        space = self._space(ns)
+        ids = encoding["input_ids"].numpy()
+        mask = encoding["attention_mask"].numpy().astype(bool)
+        prior = np.full((B, L, L), float(pad_value), dtype=np.float32)
+        missing = []
+        for b, key in enumerate(keys):
+            entry = space.get(key)
+            valid = np.flatnonzero(mask[b])
+            if entry is not None:
+                part, i = entry
+                tok, _, _, mat = part if i < 0 else part.example(i)
+                if len(tok) == len(valid) and np.array_equal(tok, ids[b, valid]):
+                    prior[b][np.ix_(valid, valid)] = mat
+                    continue
+            missing.append(b)
+        self.hits += B - len(missing)
+        if missing:
+            self.misses += len(missing)
+            fresh = self.builder.priors(encoding, texts_a, texts_b, pad_value=pad_value, rows=missing)
+            prior[missing] = fresh.numpy()[missing]
+            rows = torch.tensor(missing)
+            sub = {k: encoding[k][rows] for k in ("input_ids", "token_type_ids", "attention_mask") if k in encoding}
+            sub["prior"] = torch.from_numpy(prior[missing])
+            self._keep(ns, space, [keys[b] for b in missing],
+                       StoredBatch(sub, [encoding.word_ids(b) for b in missing]))
+        return torch.from_numpy(prior)
+
     def _keep(self, ns: str, space: dict, keys: list[bytes], batch: Any) -> None:
         """Cut each example's block out of a builder batch and keep it (pending a flush)."""
         if set(batch.keys()) - _STORED:

@@ -9,6 +9,7 @@ import torch
 
 from priorkit import PriorBuilder
 from priorkit.aligned_store import AlignedStore, tokenizer_identity
+from priorkit.channels.attention import AttentionChannel
 from priorkit.collator import PriorCollator
 from priorkit.errors import CacheError, PriorkitError
 
@@ -58,15 +59,16 @@ def test_word_lists_and_collator_labels(minilm_tokenizer, xia2021, tmp_path):
     examples = [{"words": ["Selegiline", "induced", "hypotension", "."], "labels": [1, 0, 2, 0]},
                 {"words": ["Aspirin"], "labels": [1]},
                 {"words": ["naloxone", "reverses", "the", "antihypertensive", "effect"], "labels": [1, 0, 0, 0, 0]}]
-    plain = PriorCollator(minilm_tokenizer, full)
-    with PriorCollator(minilm_tokenizer, full, store=tmp_path) as stored:
+    plain = PriorCollator(minilm_tokenizer, channels=[AttentionChannel(full)])
+    with PriorCollator(minilm_tokenizer, channels=[AttentionChannel(full, store=tmp_path)]) as stored:
         stored(examples[:2])
         second = stored(examples)  # two stored, one new
     assert len(list(tmp_path.rglob("*.npz"))) == 1  # closing flushed
     _same(second, plain(examples))
-    reader = PriorCollator(minilm_tokenizer, full, store=AlignedStore(full, tmp_path, read_only=True))
+    store = AlignedStore(full, tmp_path, read_only=True)
+    reader = PriorCollator(minilm_tokenizer, channels=[AttentionChannel(full, store=store)])
     third = reader(examples[::-1])
-    assert reader.store.misses == 0 and reader.store.hits == 3
+    assert store.misses == 0 and store.hits == 3
     _same(third, plain(examples[::-1]))
 
 
@@ -104,4 +106,6 @@ def test_damaged_shard_is_named(paper, stsb_dev_pairs, tmp_path):
     with pytest.raises(CacheError, match="cannot be read"):
         AlignedStore(paper, tmp_path).build_batch(["a"], ["b"])
     with pytest.raises(PriorkitError, match="needs a PriorBuilder"):
-        PriorCollator(paper.tokenizer, None, store=True)
+        AttentionChannel(None, store=True)
+    with pytest.raises(PriorkitError, match="made for another PriorBuilder"):
+        AttentionChannel(PriorBuilder.paper(paper.tokenizer, paper.provider), store=AlignedStore(paper))

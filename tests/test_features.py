@@ -514,9 +514,11 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
 
 
 def test_one_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer):
-    """One tokenisation per batch (the prior builder's, or the aligned store's in later epochs)
-    serves the features channel too: its tensors equal the feature builder's own encoding."""
+    """One tokenisation per batch (the collator's) serves both channels: the attention
+    channel aligns it (its aligned store skips the aligning in the second epoch) and the
+    feature tensors equal the feature builder's own encoding."""
     from priorkit import PriorBuilder, PriorCollator
+    from priorkit.channels.attention import AttentionChannel
     from priorkit.channels.features import FeatureChannel
     from priorkit.features import FeatureBuilder
 
@@ -525,8 +527,9 @@ def test_one_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer
     examples = [{"words": ["Heparin", "and", "cocaine"], "labels": [1, 0, 1]},
                 {"words": ["a", "seizure", "in", "rats", "with", "heparin", "toxicity", "after", "cocaine",
                            "use", "for", "many", "weeks", "in", "the", "spring"], "labels": [0] * 16}]
-    collate = PriorCollator(minilm_tokenizer, prior, store=True, truncation=True, max_length=16,
-                            channels=[FeatureChannel(features)])
+    attention = AttentionChannel(prior, store=True)
+    collate = PriorCollator(minilm_tokenizer, truncation=True, max_length=16,
+                            channels=[attention, FeatureChannel(features)])
     calls = []
     original = minilm_tokenizer.__class__.__call__
 
@@ -534,18 +537,19 @@ def test_one_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer
         calls.append(1)
         return original(self, *a, **k)
 
-    for epoch in range(2):  # the second epoch assembles the prior from the store
+    for epoch in range(2):  # the second epoch reads the prior from the store
         minilm_tokenizer.__class__.__call__ = counting
         try:
             batch = collate(examples)
         finally:
             minilm_tokenizer.__class__.__call__ = original
-        assert len(calls) == (1 if epoch == 0 else 0)  # one tokenisation, then none
+        assert len(calls) == 1  # one tokenisation per batch
         calls.clear()
+        assert attention.store.hits == (0 if epoch == 0 else 2)
         want = features.encode([e["words"] for e in examples])
         assert batch["prior"].shape[1] == batch["input_ids"].shape[1] == 16
         assert torch.equal(batch["token_features"], want["token_features"])
         assert batch["token_features"][1].sum() > 0 and batch["labels"].shape == batch["input_ids"].shape
-    plain = PriorCollator(minilm_tokenizer, None, truncation=True, max_length=16,
-                          channels=[FeatureChannel(features)])(examples)  # features only: plain tokenisation
+    plain = PriorCollator(minilm_tokenizer, truncation=True, max_length=16,
+                          channels=[FeatureChannel(features)])(examples)  # features only: no prior
     assert torch.equal(plain["token_features"], want["token_features"]) and "prior" not in plain

@@ -244,26 +244,32 @@ class PriorBuilder(WordKeys):
                 )
         opts = {"padding": True, **self.tokenizer_kwargs, **kwargs}
         encoding = self.tokenizer(list(texts_a), None if texts_b is None else list(texts_b),
-                                  is_split_into_words=split, return_offsets_mapping=not split,
-                                  return_tensors=return_tensors, **opts)
+                                  is_split_into_words=split, return_tensors=return_tensors, **opts)
+        encoding["prior"] = self.priors(encoding, texts_a, texts_b, pad_value=pad_value)
+        return encoding
+
+    def priors(self, encoding: Any, texts_a: Sequence, texts_b: Sequence | None = None, *,
+               pad_value: float = 0.0, rows: Sequence[int] | None = None):
+        """(B, L, L) float32 priors aligned to a padded batch ``encoding`` that this builder's
+        tokenizer made of ``texts_a`` (and ``texts_b``): what :meth:`build_batch` adds, for a
+        tokenisation made elsewhere (the collator's).  ``rows``: only these examples (the others
+        stay ``pad_value``)."""
+        import torch
+
         B, L = encoding["input_ids"].shape
+        rows = range(B) if rows is None else rows
         plans = [self._plan(self.align(encoding, texts_a[b], None if texts_b is None else texts_b[b], index=b),
-                            texts_b is not None) for b in range(B)]
+                            texts_b is not None) for b in rows]
         words = self._word_matrices([(pl.left, pl.right) for pl in plans])  # one provider call
         prior = np.full((B, L, L), float(pad_value), dtype=np.float32)
-        for b, (plan, W) in enumerate(zip(plans, words)):
+        for b, plan, W in zip(rows, plans, words):
             m = self._fill(plan, W)
             valid = np.flatnonzero(encoding.encodings[b].attention_mask)
             if len(valid) == L:
                 prior[b] = m
             else:
                 prior[b][np.ix_(valid, valid)] = m[np.ix_(valid, valid)]
-        import torch
-
-        prior = torch.from_numpy(prior)
-        encoding.pop("offset_mapping", None)
-        encoding["prior"] = prior
-        return encoding
+        return torch.from_numpy(prior)
 
     def _plan(self, al: Alignment, pair: bool) -> "_Plan":
         """Which unique keys an example compares, and where each token reads its value."""

@@ -4,8 +4,8 @@ its registry (:func:`register_channel`, :data:`CHANNELS`) and the two built-in c
 from __future__ import annotations
 
 from . import attention, features  # noqa: F401 - registers the built-in channels, attention first
-from .base import (CHANNELS, CardText, Channel, Context, PredictionWarning, channels_for, encoder_of,
+from .base import (CHANNELS, CardText, Channel, Context, PredictionWarning, channels_for,
                    register_channel, restore_channels, TokenView)
 
 __all__ = ["Channel", "Context", "CardText", "CHANNELS", "register_channel", "channels_for", "restore_channels",
-           "encoder_of", "PredictionWarning", "TokenView"]
+           "PredictionWarning", "TokenView"]

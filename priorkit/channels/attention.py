@@ -1,19 +1,19 @@
 """The attention channel: the prior as a (B, L, L) matrix per batch, fed into attention
 (``prior.attention``; docs/attention.md).
 
-Its builder tokenises and aligns in one go (and its aligned store skips both in later
-epochs), so it is the channel that makes the batch's tokenisation; its trainable
-parameters are the mode's per-head gates or strengths, restored by
-``enable_prior_attention`` from the model's own weights.
+It reads the batch's one tokenisation (the collator's) like every channel: its builder
+aligns that encoding to the words and fills the (B, L, L) matrices, and its aligned store
+(``store=``) keeps each example's matrix so later epochs skip the aligning and the look-ups.
+Its trainable parameters are the mode's per-head gates or strengths.
 """
 from __future__ import annotations
 
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ..errors import CacheError
+from ..errors import CacheError, PriorkitError
 from .base import CardText, Channel, Context, PredictionWarning, register_channel
 
 #: seconds to wait for a lock another process holds on the run's cache before computing instead
@@ -25,12 +25,24 @@ class AttentionChannel(Channel):
     name = "attention"
     batch_keys = ("prior",)
 
-    def __init__(self, builder: Any, settings: Mapping[str, Any] | None, learning_rate: float | None = None) -> None:
-        #: the PriorBuilder (None: a restored model whose priors are passed by hand)
+    def __init__(self, builder: Any, settings: Mapping[str, Any] | None = None, learning_rate: float | None = None,
+                 *, store: Any = None, pad_value: float = 0.0) -> None:
+        #: the PriorBuilder (None: no priors are built; pass them by hand)
         self.builder = builder
         #: layers, mode, heads, options (None: restore the model's saved ones)
         self.settings = dict(settings) if settings is not None else None
         self.learning_rate = learning_rate
+        #: the value of padded cells
+        self.pad_value = pad_value
+        #: every example's aligned prior kept (:class:`priorkit.aligned_store.AlignedStore`): an
+        #: ``AlignedStore``, a folder for one (shards written there, shared across runs and
+        #: DataLoader workers), True for one in memory, None for none.  Same tensors either way.
+        self.store = _make_store(builder, store)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The builder's tokenizer (the collator checks it is the model's)."""
+        return None if self.builder is None else self.builder.tokenizer
 
     # ---- making it -----------------------------------------------------------------
     @classmethod
@@ -38,13 +50,11 @@ class AttentionChannel(Channel):
         a = cls.section(prior)
         if a is None:
             return None
-        from ..align import PriorBuilder
-
-        cache = context.cache if context.cache is not None and Path(context.cache).exists() else None
-        builder = PriorBuilder.from_spec(prior.spec(), context.tokenizer, cache=cache, truncation=True,
-                                         max_length=context.max_length)
+        builder = setting_builder(prior, context.tokenizer, context.max_length, context.cache)
+        # store=True: every epoch after the first reads the priors from memory (same tensors, no
+        # aligning or look-ups again; see priorkit/aligned_store.py)
         return cls(builder, {"layers": a.layers, "mode": a.mode, "heads": a.heads, "options": dict(a.options)},
-                   a.learning_rate)
+                   a.learning_rate, store=True)
 
     @classmethod
     def restore(cls, description: Mapping[str, Any], context: Context) -> "AttentionChannel":
@@ -53,8 +63,22 @@ class AttentionChannel(Channel):
         return cls(builder, None)
 
     # ---- batches and the model ---------------------------------------------------------
-    def encoder(self) -> Any:
-        return self.builder
+    def batch_tensors(self, examples: Sequence[Mapping[str, Any]], encoding: Any) -> dict[str, Any]:
+        """``prior`` (B, L, L) aligned to the batch's tokenisation (none without a builder)."""
+        if self.builder is None:
+            return {}
+        if "words" in examples[0]:
+            texts_a, texts_b = [list(e["words"]) for e in examples], None
+        else:
+            texts_a = [e["text_a"] for e in examples]
+            texts_b = [e["text_b"] for e in examples] if examples[0].get("text_b") is not None else None
+        source = self.store if self.store is not None and self.store.builder is self.builder else self.builder
+        return {"prior": source.priors(encoding, texts_a, texts_b, pad_value=self.pad_value)}
+
+    def close(self) -> None:
+        """Write the store's pending examples (no-op without a store on disk)."""
+        if self.store is not None:
+            self.store.flush()
 
     def attach(self, model: Any) -> None:
         from ..attention import enable_prior_attention
@@ -105,6 +129,32 @@ class AttentionChannel(Channel):
                         use="rebuilds the same priors from `priorkit.json` and switches prior attention back on",
                         lost="the prior attention",
                         tags=["prior-guided-attention", f"prior-{prior['provider']}"])
+
+
+def setting_builder(prior: Any, tokenizer: Any, max_length: int | None, cache: str | None = None) -> Any:
+    """The PriorBuilder of a pipeline's prior setting (its PriorSpec), reading ``cache`` when
+    that file exists: the one place a run's builder is made (training, precompute, evaluate)."""
+    from ..align import PriorBuilder
+
+    cache = cache if cache is not None and Path(cache).exists() else None
+    return PriorBuilder.from_spec(prior.spec(), tokenizer, cache=cache, truncation=True, max_length=max_length)
+
+
+def _make_store(builder: Any, store: Any) -> Any:
+    if store is None or store is False:
+        return None
+    if builder is None:
+        raise PriorkitError("AttentionChannel(store=...) needs a PriorBuilder: without one there is no prior to store.")
+    from ..aligned_store import AlignedStore
+
+    if isinstance(store, AlignedStore):
+        if store.builder is not builder:
+            raise PriorkitError("the AlignedStore was made for another PriorBuilder; make the store with the "
+                                "channel's builder.")
+        return store
+    if store is True:
+        return AlignedStore(builder)
+    return AlignedStore(builder, store)
 
 
 def builder_from_info(prior: Mapping[str, Any] | None, tokenizer: Any, max_length: int | None, *,

@@ -95,15 +95,13 @@ class Channel:
         raise NotImplementedError
 
     # ---- batches -------------------------------------------------------------------
-    def encoder(self) -> Any:
-        """An object whose ``build_batch(texts_a, texts_b, **tokenizer_kwargs)`` tokenises and
-        adds this channel's tensors in one go (the attention prior's builder); None: the
-        channel reads the batch's tokenisation in :meth:`batch_tensors`."""
-        return None
-
     def batch_tensors(self, examples: Sequence[Mapping[str, Any]], encoding: Any) -> dict[str, Any]:
-        """This channel's tensors of a padded batch; ``encoding`` has ``input_ids`` and ``word_ids(b)``."""
+        """This channel's tensors of a padded batch, from the batch's one tokenisation (the
+        collator's fast-tokenizer ``encoding``: ``input_ids``, ``word_ids(b)``, ``encodings``)."""
         return {}
+
+    def close(self) -> None:
+        """Write what is pending (the collator's ``close``)."""
 
     def token_view(self, model: Any, batch: Mapping[str, Any], index: int = 0) -> TokenView | None:
         """What the channel put in at each token of example ``index`` of a collated ``batch``,
@@ -218,15 +216,6 @@ def restore_channels(descriptions: Mapping[str, Any], context: Context, where: A
                             "(priorkit.channels.register_channel) before loading the model, or load its plug-in "
                             "(--plugins-dir)")
     return [CHANNELS[n].restore(descriptions[n], context) for n in CHANNELS if n in descriptions]
-
-
-def encoder_of(channels: Sequence[Channel]) -> Any:
-    """The one channel's encoder that tokenises the batch (None: plain tokenisation)."""
-    encoders = [c for c in channels if c.encoder() is not None]
-    if len(encoders) > 1:
-        raise PriorkitError(f"channels {[c.name for c in encoders]} each want to tokenise the batch; "
-                            "at most one channel of a model may")
-    return encoders[0].encoder() if encoders else None
 
 
 def read_weights(folder: str | Path, names: Sequence[str]) -> dict[str, Any]:

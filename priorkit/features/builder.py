@@ -135,11 +135,13 @@ class FeatureBuilder:
         return out
 
     def encode(self, batch_words: Sequence[Sequence[str]], **tokenizer_kwargs: Any):
-        """Tokenise a batch of word lists (padded, tensors) and attach the features."""
+        """A batch of word lists through the one collator (its tokenisation, padded, tensors),
+        with the features attached: the BatchEncoding."""
         if self.tokenizer is None:
             raise PriorkitError("FeatureBuilder.encode needs a tokenizer (FeatureBuilder(..., tokenizer=...))")
+        from ..collator import PriorCollator
+
         kw = {"truncation": self.max_length is not None, "max_length": self.max_length, **tokenizer_kwargs}
-        enc = self.tokenizer([list(w) for w in batch_words], is_split_into_words=True, padding=True,
-                             return_tensors="pt", **kw)
+        enc, _ = PriorCollator(self.tokenizer, **kw).encode([{"words": list(w)} for w in batch_words])
         enc.update(self.batch_tensors(batch_words, enc))
         return enc

@@ -65,15 +65,14 @@ def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:
 
 
 def make_builder(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any, *, use_cache: bool = True):
-    """The :class:`PriorBuilder` of a prior setting (None for no prior or no attention prior)."""
+    """The :class:`PriorBuilder` of a prior setting (None for no prior or no attention prior),
+    made as the attention channel makes it."""
     if prior is None or prior.attention is None:
         return None
-    path = cache_path(cfg, prior) if use_cache else None
-    cache = str(path) if path is not None and path.exists() else None
-    from ..align import PriorBuilder
+    from ..channels.attention import setting_builder
 
-    return PriorBuilder.from_spec(prior.spec(), tokenizer, cache=cache, truncation=True,
-                                  max_length=cfg.model.max_length)
+    path = cache_path(cfg, prior) if use_cache else None
+    return setting_builder(prior, tokenizer, cfg.model.max_length, None if path is None else str(path))
 
 
 def make_channels(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any) -> list[Any]:
@@ -88,11 +87,6 @@ def make_channels(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any
 
 def make_collator(cfg: PipelineConfig, tokenizer: Any, channels: Any = ()):
     """The one collator: one tokenisation per batch, each channel's tensors added."""
-    from ..channels import encoder_of
     from ..collator import PriorCollator
 
-    builder = encoder_of(channels)
-    # store=True: every epoch after the first assembles the priors from memory (same tensors,
-    # no tokenising or aligning again; see priorkit/aligned_store.py)
-    return PriorCollator(tokenizer if builder is None else builder.tokenizer, builder, channels=channels,
-                         store=builder is not None, truncation=True, max_length=cfg.model.max_length)
+    return PriorCollator(tokenizer, channels=channels, truncation=True, max_length=cfg.model.max_length)
