@@ -52,20 +52,30 @@ def mpnet_run(tmp_path_factory, tiny_mpnet_dir):
     return run_pipeline(load_config(str(path), ()), log=lambda m: None).plan.run_dir
 
 
-def test_mpnet_model_folder_restores_the_prior(mpnet_run, stsb_dev_pairs):
-    from priorkit.pipeline.train import load_trained
+def test_mpnet_model_folder_restores_the_prior(mpnet_run, stsb_dev_pairs, tmp_path):
+    import shutil
+
+    from safetensors import safe_open
 
     pairs = stsb_dev_pairs[:6]
-    reference = load_trained(mpnet_run).predict([{"text_a": a, "text_b": b, "label": 0.0} for a, b in pairs])
     model = priorkit.load_model(mpnet_run)
     assert model.model.config.model_type == "mpnet"
     assert model.model.config._attn_implementation == "priorkit_eager"  # prior attention is back on
-    gate = model.model.mpnet.encoder.layer[0].attention.attn.prior_gate
-    assert not torch.allclose(gate, torch.full_like(gate, 0.5))  # the learnt gates, not their init
+    with safe_open(str(mpnet_run / "model" / "model.safetensors"), framework="pt") as fh:
+        saved = {k: fh.get_tensor(k) for k in fh.keys() if k.endswith(".prior_gate")}
+    assert sorted(saved) == [f"mpnet.encoder.layer.{i}.attention.attn.prior_gate" for i in (0, 1)]
+    for i in (0, 1):
+        gate = model.model.mpnet.encoder.layer[i].attention.attn.prior_gate
+        assert not torch.allclose(gate, torch.full_like(gate, 0.5))  # the learnt gates, not their init
+        torch.testing.assert_close(gate, saved[f"mpnet.encoder.layer.{i}.attention.attn.prior_gate"], atol=0, rtol=0)
     logits = np.stack(model.logits(pairs))
-    np.testing.assert_allclose(logits, reference, atol=1e-6, rtol=0)
+
+    shared = tmp_path / "shared-model"  # the folder alone, somewhere else, without its run
+    shutil.copytree(mpnet_run / "model", shared)
+    (shared / "priorkit-run.json").unlink(missing_ok=True)
+    np.testing.assert_array_equal(np.stack(priorkit.load_model(shared).logits(pairs)), logits)
 
     priorkit.disable_prior_attention(model.model)  # without its prior the same weights predict otherwise
     model.builder = None
     stock = np.stack(model.logits(pairs))
-    assert np.abs(stock - reference).max() > 1e-7, "the prior changed nothing"
+    assert np.abs(stock - logits).max() > 1e-7, "the prior changed nothing"
