@@ -120,7 +120,6 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
 
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.train import load_trained
 
     (tmp_path / "train.conll").write_text(CONLL * 4)
     path = tmp_path / "p.yaml"
@@ -150,17 +149,15 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
     card = (folder / "README.md").read_text()
     assert "the length channel" in card
 
-    reference = load_trained(result.plan.run_dir)
-    assert [c.name for c in reference.channels] == ["length"]
-    assert torch.equal(reference.model.priorkit_length.weight.detach(), trained)
     examples = [{"words": ["Aspirin", "causes", "nausea", "."], "tags": ["B-Chemical", "O", "B-Disease", "O"]},
                 {"words": ["lithium", "failure"], "tags": ["B-Chemical", "O"]}]
-    want = reference.predict(examples)
     model = priorkit.load_model(folder)
     assert [c.name for c in model.channels] == ["length"] and model.builder is None
+    assert torch.equal(model.model.priorkit_length.weight.detach(), trained)  # restored from model.safetensors
     got = model.logits([e["words"] for e in examples])
-    for i, g in enumerate(got):
-        np.testing.assert_array_equal(g, want[i, : len(g)])
+    alone = [model.logits([e["words"]])[0] for e in examples]  # one at a time: padding changes nothing
+    for g, a in zip(got, alone):
+        np.testing.assert_allclose(g, a, atol=1e-6)
     # the channel matters: without its tensors the same weights compute something else
     model.channels[0].detach(model.model)
     model.channels = []

@@ -106,19 +106,20 @@ def test_main_process_alone_writes_the_run_folder_and_cache(launched):
 def test_saved_model_reloads_with_prior_and_scores_like_one_process(launched):
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.train import evaluate_run, load_trained, plan_for_run
+    from priorkit import load_model
+    from priorkit.pipeline.train import evaluate_run, plan_for_run
 
     config, out, _, _ = launched
     run_dir = out / "paper" / "frac1" / "seed0"
-    trained = load_trained(run_dir)
+    trained = load_model(run_dir)
     assert trained.model.config.priorkit["layers"] == [0] and trained.model.config.priorkit["mode"] == "multiply"
     assert trained.builder is not None and trained.builder.layout == "paper"
-    assert trained.meta["train"]["world_size"] == 2
+    assert json.loads((run_dir / "model" / "priorkit-run.json").read_text())["train"]["world_size"] == 2
 
     cfg = load_config(config)
     distributed = json.loads((run_dir / "metrics.json").read_text())["metrics"]["eval"]
     # 24 examples in batches of 8: 3 batches on 2 processes, so the gather drops a padding batch
-    single = evaluate_run(plan_for_run(cfg), load_data(cfg), trained=trained)["eval"]
+    single = evaluate_run(plan_for_run(cfg), load_data(cfg), model=trained)["eval"]
     assert single["examples"] == distributed["examples"] == EVAL
     for name in ("pearson", "spearman", "mse"):
         assert single[name] == pytest.approx(distributed[name], abs=1e-6), name

@@ -13,6 +13,8 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+
+import priorkit
 import pytest
 
 from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml, prior_settings
@@ -335,13 +337,12 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
 
     from priorkit.pipeline.steps import run_pipeline
     from priorkit.metrics import regression_metrics
-    from priorkit.pipeline.train import load_trained
 
     raw = stsb_config(tmp_path, tiny_model)
     raw["prior"] = {"name": "gate", "preset": "paper", "attention": {"mode": "gate", "layers": [0, 1]}}
     cfg = config_from_dict(raw)
     result = run_pipeline(cfg, steps=("precompute", "train", "evaluate"), log=lambda s: None)
-    trained = load_trained(result.plan.run_dir)
+    trained = priorkit.load_model(result.plan.run_dir)
     assert trained.model.config.priorkit["mode"] == "gate" and trained.model.config.priorkit["layers"] == [0, 1]
     weights = load_file(str(result.plan.run_dir / "model" / "model.safetensors"))
     saved_gates = {k: v for k, v in weights.items() if k.endswith("prior_gate")}
@@ -355,13 +356,12 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     from priorkit.pipeline.data import load_data
 
     eval_examples = load_data(cfg)["eval"].examples
-    pred = trained.predict(eval_examples)
+    pred = np.stack(trained.logits(eval_examples))
     score = regression_metrics(pred[:, 0] * 5.0, np.array([e["label"] for e in eval_examples]))
     assert score["spearman"] == pytest.approx(result.metrics["metrics"]["eval"]["spearman"], abs=1e-5)
     # ... and the prior matters: the same weights without prior attention compute other states
     plain = AutoModelForSequenceClassification.from_pretrained(str(result.plan.run_dir / "model")).eval()
-    batch = trained.collator()([trained.task.encode(e) for e in eval_examples[:8]])
-    batch.pop("labels")
+    batch = trained.collator()([{"text_a": e["text_a"], "text_b": e["text_b"]} for e in eval_examples[:8]])
     prior = batch.pop("prior")
     with torch.no_grad():
         with_prior = trained.model.eval()(**batch, prior=prior, output_hidden_states=True).hidden_states[1]
@@ -375,7 +375,8 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     import torch
 
     from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.train import gate_param_group, load_trained, plan_for_run
+    from priorkit.pipeline.plan import plan_for_run
+    from priorkit.pipeline.trainer import channel_param_group
 
     raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
     raw["prior"] = {"name": "paper", "preset": "paper"}
@@ -388,22 +389,24 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     cfg = config_from_dict(raw)
     plan = plan_for_run(cfg, "gate")
     result = run_pipeline(cfg, prior_name="gate", steps=("precompute", "train"), log=lambda s: None)
-    gates = [p.detach() for n, p in load_trained(result.plan.run_dir).model.named_parameters()
+    gates = [p.detach() for n, p in priorkit.load_model(result.plan.run_dir).model.named_parameters()
              if n.endswith("prior_gate")]
     # the same run at the model's rate moves the gates far less
     raw["sweep"]["priors"]["gate"]["attention"]["learning_rate"] = None
     slow = run_pipeline(config_from_dict(raw | {"output_dir": str(tmp_path / "slow")}), prior_name="gate",
                         steps=("precompute", "train"), log=lambda s: None)
-    slow_gates = [p.detach() for n, p in load_trained(slow.plan.run_dir).model.named_parameters()
+    slow_gates = [p.detach() for n, p in priorkit.load_model(slow.plan.run_dir).model.named_parameters()
                   if n.endswith("prior_gate")]
     moved = sum(float((g - 1).abs().sum()) for g in gates)
     slow_moved = sum(float((g - 1).abs().sum()) for g in slow_gates)
     assert moved > 20 * slow_moved > 0
 
     # the group itself: every parameter in exactly one group, gates alone at lr 0.05
-    model = load_trained(result.plan.run_dir).model
+    loaded = priorkit.load_model(result.plan.run_dir)
+    model, attention = loaded.model, loaded.channel("attention")
+    attention.learning_rate = 0.05
     opt = torch.optim.AdamW([{"params": list(model.parameters()), "weight_decay": 0.01}], lr=1e-4)
-    assert gate_param_group(opt, model, 0.05) == 2
+    assert channel_param_group(opt, model, attention) == 2
     ids = [id(p) for g in opt.param_groups for p in g["params"]]
     assert sorted(ids) == sorted(id(p) for p in model.parameters())
     assert opt.param_groups[-1]["lr"] == 0.05 and opt.param_groups[-1]["weight_decay"] == 0.0
@@ -417,7 +420,6 @@ def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
 
     from priorkit.pipeline.data import load_data
     from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.train import load_trained
 
     raw = {
         "name": "tiny-ner",
@@ -435,18 +437,18 @@ def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
     assert {"precision", "recall", "f1", "accuracy"} <= set(ev)
     assert all(0.0 <= ev[k] <= 1.0 for k in ("precision", "recall", "f1"))
     # recompute the entity F1 from the reloaded model with seqeval directly
-    trained = load_trained(result.plan.run_dir)
+    trained = priorkit.load_model(result.plan.run_dir)
     examples = load_data(cfg)["eval"].examples
-    logits = trained.predict(examples)
+    logits = trained.logits(examples)
     y_pred = []
     for i, e in enumerate(examples):
         enc = trained.tokenizer(e["words"], is_split_into_words=True, truncation=True, max_length=48)
         firsts = [t for t, w in enumerate(enc.word_ids()) if w is not None and
                   (t == 0 or enc.word_ids()[t - 1] != w)]
-        tags = [trained.task.labels[j] for j in logits[i, firsts].argmax(-1)]
+        tags = [trained.labels[j] for j in logits[i][firsts].argmax(-1)]
         y_pred.append(tags + ["O"] * (len(e["tags"]) - len(tags)))
     assert f1_score([e["tags"] for e in examples], y_pred) == pytest.approx(ev["f1"], abs=1e-9)
-    assert trained.task.labels[0] == "O" and set(trained.task.labels) == {
+    assert trained.labels[0] == "O" and set(trained.labels) == {
         "O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"}
 
 

@@ -1,14 +1,14 @@
 """YAML pipelines: precompute the prior cache, fine-tune, evaluate, report; sweeps.
 
-    from priorkit.pipeline import load_config, run_pipeline, run_sweep, load_trained
+    from priorkit.pipeline import load_config, run_pipeline, run_sweep
     cfg = load_config("pipelines/demo.yaml", ["train.fraction=0.5"])
     result = run_pipeline(cfg)              # one run (train.fraction, train.seed, cfg.prior)
     sweep = run_sweep(cfg)                  # sweep.fractions x sweep.seeds x sweep.priors
-    trained = load_trained("runs/demo/paper/frac1/seed0")   # model with its prior settings
+    model = priorkit.load_model("runs/demo/paper/frac1/seed0")   # a run's model: the one loader
 
 Modules: ``config`` (loader, schema, checks), ``data`` (splits,
-slices, fractions), ``tasks`` (heads and metrics), ``train`` (Trainer, reload,
-model evaluation), ``steps`` (skip-if-valid steps), ``sweep`` (grid, table, plot),
+slices, fractions), ``tasks`` (heads and metrics), ``train`` (training, saving
+and scoring a run), ``steps`` (skip-if-valid steps), ``sweep`` (grid, table, plot),
 ``ranks`` (several processes under torchrun).  See
 docs/pipelines.md.  Heavy modules (torch, transformers) load on first use.
 """
@@ -21,9 +21,7 @@ _LAZY = {
     "run_pipeline": "priorkit.pipeline.steps",
     "run_one": "priorkit.pipeline.steps",
     "run_sweep": "priorkit.pipeline.sweep",
-    "load_trained": "priorkit.pipeline.train",
-    "TrainedModel": "priorkit.pipeline.train",
-    "RunPlan": "priorkit.pipeline.train",
+    "RunPlan": "priorkit.pipeline.plan",
     "load_data": "priorkit.pipeline.data",
     "make_task": "priorkit.pipeline.tasks",
 }

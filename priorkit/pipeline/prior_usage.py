@@ -23,24 +23,26 @@ SAMPLE = 32
 _BATCH = 8
 
 
-def measure(trained: Any, examples: Sequence[dict], split: str, sample: int = SAMPLE) -> dict[str, Any] | None:
-    """The usage record of a :class:`~priorkit.pipeline.train.TrainedModel` (None without a prior)."""
+def measure(predictor: Any, task: Any, examples: Sequence[dict], split: str, sample: int = SAMPLE
+            ) -> dict[str, Any] | None:
+    """The usage record of a loaded run (a :class:`priorkit.Predictor` and the run's task, whose
+    ``encode`` makes the collator's rows); None without an attention prior."""
     from ..inference.attention_view import capture_batch, favoured_mass, learned_values, prior_settings
 
-    model = trained.model
+    model = predictor.model
     settings = prior_settings(model)
-    if trained.builder is None or settings is None or not examples:
+    if predictor.builder is None or settings is None or not examples:
         return None
     layers = tuple(settings["layers"])
     heads = tuple(settings.get("heads") or range(int(model.config.num_attention_heads)))
-    collate = trained.collator()
+    collate = predictor.collator()
     chosen = list(examples[:sample])
     model.eval()
     mass_on = np.zeros(len(heads) * len(layers))
     mass_off = np.zeros_like(mass_on)
     share, rows = 0.0, 0
     for start in range(0, len(chosen), _BATCH):
-        batch = collate([trained.task.encode(e) for e in chosen[start:start + _BATCH]])
+        batch = collate([task.encode(e) for e in chosen[start:start + _BATCH]])
         on = capture_batch(model, batch, layers, heads, prior=True)  # (B, layers, heads, L, L)
         off = capture_batch(model, batch, layers, heads, prior=False)
         for j in range(on.shape[0]):

@@ -34,7 +34,7 @@ from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
 from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunPlan, cache_path, configure_torch,
-                    evaluate_run, load_trained, make_builder, plan_for_run, train_run)
+                    evaluate_run, load_run_model, make_builder, plan_for_run, run_task, train_run)
 
 STEPS = ("precompute", "train", "evaluate", "report")
 
@@ -209,10 +209,11 @@ def evaluate_step(plan: RunPlan, splits: dict[str, Split], *, force: bool = Fals
     if skipped is not None:
         return skipped
     t0 = time.perf_counter()
-    trained = load_trained(plan.run_dir / MODEL_DIR)
+    model = load_run_model(plan)  # priorkit.load_model: the one loader
+    task = run_task(plan.cfg, model.labels)
     tags: dict[str, list[list[str]]] = {}  # token classification: each split's predicted tags
-    scores = evaluate_run(plan, splits, trained=trained, tags=tags)  # the Trainer gathers every process's predictions
-    usage = ranks.on_main(_prior_usage, plan, splits, trained)
+    scores = evaluate_run(plan, splits, model=model, task=task, tags=tags)  # the Trainer gathers every process's predictions
+    usage = ranks.on_main(_prior_usage, plan, splits, model, task)
     ranks.on_main(_write_predictions, plan, splits, tags)
     return ranks.on_main(_write_metrics, plan, splits, scores, t0, usage)
 
@@ -225,12 +226,12 @@ def _write_predictions(plan: RunPlan, splits: dict[str, Split], tags: dict[str, 
         write_predictions(plan.run_dir, split, predicted, [e["tags"] for e in splits[split].examples])
 
 
-def _prior_usage(plan: RunPlan, splits: dict[str, Split], trained: Any) -> dict | None:
+def _prior_usage(plan: RunPlan, splits: dict[str, Split], model: Any, task: Any) -> dict | None:
     """Whether the model uses its prior, on a fixed sample of the reported split (prior_usage.py)."""
     from .prior_usage import measure
 
     split = plan.cfg.sweep.split if plan.cfg.sweep.split in splits else plan.cfg.evaluate[0]
-    return measure(trained, splits[split].examples, split)
+    return measure(model, task, splits[split].examples, split)
 
 
 def _write_metrics(plan: RunPlan, splits: dict[str, Split], scores: dict, t0: float,

@@ -6,19 +6,13 @@ folder holds::
     run.json            what the run is (train key, prior, fraction, seed)
     config.yaml         the resolved pipeline config and prior setting
     checkpoints/        Trainer checkpoints (resume); removed when done unless kept
-    model/              the final model + tokenizer + priorkit-run.json, priorkit.json and
-                        README.md (model card): ``priorkit.load_model`` / ``priorkit predict``
+    model/              the final model + tokenizer, priorkit.json (the channels, the prior and the
+                        run's record under ``run``) and README.md (model card): ``priorkit.load_model``
     train_log.json      the Trainer's log history (loss, learning rate, ...)
     metrics.json        scores per evaluated split, with the keys they are valid for
 
-The model in ``model/`` carries its prior-attention settings in config.json
-(``config.priorkit``), ``priorkit.json`` describes each channel (docs/channels.md) and
-``priorkit-run.json`` holds the pipeline's record, so :func:`load_trained` gives back a
-model that behaves exactly as in training.
-
-The module is over 500 lines because training, saving, reloading and scoring
-one run share the run folder's layout, :class:`RunPlan` and the prior wiring
-(builder, collator, attention); split apart, each half would import the other.
+The evaluate step reloads ``model/`` through the one loader, :func:`priorkit.load_model`
+(every channel restored from ``priorkit.json``), and scores it with the run's task.
 """
 from __future__ import annotations
 
@@ -35,7 +29,7 @@ import torch
 
 from ..errors import PriorkitError
 from . import ranks
-from .config import PipelineConfig, PriorConfig, config_from_dict
+from .config import PipelineConfig
 from .data import Split
 from .plan import (METRICS_FILE, MODEL_DIR, MODEL_META, NO_PRIOR, RUN_FILE, RunPlan,  # noqa: F401
                    plan_for_run, prior_identity)
@@ -231,90 +225,21 @@ def run_metadata(plan: RunPlan, task: Task) -> dict[str, Any]:
     }
 
 
-@dataclasses.dataclass
-class TrainedModel:
-    """A fine-tuned run loaded back: the model (its channels restored), its tokenizer and channels."""
-
-    model: Any
-    tokenizer: Any
-    task: Task
-    cfg: PipelineConfig
-    prior: PriorConfig | None
-    meta: dict[str, Any]
-    channels: list[Any] = dataclasses.field(default_factory=list)
-
-    def channel(self, name: str) -> Any:
-        return next((c for c in self.channels if c.name == name), None)
-
-    @property
-    def builder(self) -> Any:
-        """The attention channel's PriorBuilder (None: no attention prior)."""
-        att = self.channel("attention")
-        return None if att is None else att.builder
-
-    @property
-    def features(self) -> Any:
-        """The features channel's FeatureBuilder (None: no token features)."""
-        feats = self.channel("features")
-        return None if feats is None else feats.builder
-
-    def collator(self):
-        return make_collator(self.cfg, self.tokenizer, self.channels)
-
-    @torch.no_grad()
-    def predict(self, examples: Sequence[dict], batch_size: int = 64) -> np.ndarray:
-        """Raw model outputs (logits) for example dicts, in order; (N, ...) padded like the Trainer."""
-        collate = self.collator()
-        self.model.eval()
-        device = next(self.model.parameters()).device
-        outs = []
-        for start in range(0, len(examples), batch_size):
-            batch = collate([self.task.encode(e) for e in examples[start:start + batch_size]])
-            batch.pop("labels", None)
-            batch = {k: v.to(device) for k, v in batch.items()}
-            outs.append(self.model(**batch).logits.float().cpu().numpy())
-        if outs[0].ndim == 3:  # token classification: pad to the longest batch
-            width = max(o.shape[1] for o in outs)
-            outs = [np.pad(o, ((0, 0), (0, width - o.shape[1]), (0, 0)), constant_values=-100) for o in outs]
-        return np.concatenate(outs)
-
-
-def load_trained(model_dir: str | Path, *, use_cache: bool = True) -> TrainedModel:
-    """Reload a run's ``model/`` folder (or the run folder): :func:`priorkit.load_model` (the
-    model with every channel restored) plus the pipeline's metadata from ``priorkit-run.json``
-    (the config, the prior setting, the task and its labels)."""
-    model_dir = Path(model_dir)
-    if (model_dir / MODEL_DIR / MODEL_META).exists():
-        model_dir = model_dir / MODEL_DIR
-    meta_file = model_dir / MODEL_META
-    if not meta_file.exists():
-        raise PriorkitError(f"{model_dir} holds no {MODEL_META}; is it a priorkit run's model folder?")
-    meta = json.loads(meta_file.read_text())
-    cfg = config_from_dict(meta["config"], source=str(meta_file))
-    # the run's own prior in place of the file's; sweep.priors are merged over the file's
-    # prior and would be checked against the wrong base, so they are left out (the rest
-    # of the sweep section stays: sweep.split is checked against `evaluate`; sweep.baseline and
-    # sweep.controls name those settings and go with them)
-    own = {**meta["config"], "prior": meta["prior"],
-           "sweep": {k: v for k, v in (meta["config"].get("sweep") or {}).items()
-                     if k not in ("priors", "baseline", "controls", "posthoc")}}
-    prior = config_from_dict(own, source=str(meta_file)).prior if meta["prior"] is not None else None
-    if prior is not None and meta.get("cache") and prior.cache is not None:
-        prior.cache = meta["cache"]  # absolute: the run may be loaded from another directory
+def run_task(cfg: PipelineConfig, labels: Sequence[str] | None) -> Task:
+    """The run's task with the labels a saved model was trained with (``Predictor.labels``)."""
     task = make_task(cfg.task)
-    task.labels = meta.get("labels")
-    if task.labels is not None:
+    if labels is not None:
+        task.labels = list(labels)
         task._index = {n: i for i, n in enumerate(task.labels)}
+    return task
+
+
+def load_run_model(plan: RunPlan) -> Any:
+    """The run's saved model through the one loader, :func:`priorkit.load_model` (every channel
+    restored; the prior builder reads the run's cache), at the run's max length."""
     from ..inference import load_model
 
-    # the model and its channels exactly as priorkit.load_model restores them (one loader);
-    # the prior builder then reads the run's cache as the pipeline does
-    loaded = load_model(model_dir, use_cache=False, max_length=cfg.model.max_length)
-    model, tokenizer, channels = loaded.model, loaded.tokenizer, loaded.channels
-    att = loaded.channel("attention")
-    if att is not None and att.builder is not None:
-        att.builder = make_builder(cfg, prior, tokenizer, use_cache=use_cache)
-    return TrainedModel(model, tokenizer, task, cfg, prior, meta, channels)
+    return load_model(plan.run_dir / MODEL_DIR, max_length=plan.cfg.model.max_length)
 
 
 def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tuple[np.ndarray, Any]:
@@ -332,26 +257,28 @@ def predict_by_length(trainer: Any, rows: Sequence[dict], max_length: int) -> tu
     return np.asarray(pred.predictions)[back], label_ids
 
 
-def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, trained: TrainedModel | None = None,
+def evaluate_run(plan: RunPlan, splits: dict[str, Split], *, model: Any = None, task: Task | None = None,
                  tags: dict[str, list[list[str]]] | None = None) -> dict[str, dict[str, float]]:
     """Score the run's saved model on every split in ``evaluate``.
 
-    ``tags``: a dict that receives each split's predicted tags per sentence (token
-    classification only; the evaluate step saves them as ``predictions-<split>.jsonl``).
+    ``model``: the run's :class:`priorkit.Predictor` (default: :func:`load_run_model`); ``task``:
+    its task (default: :func:`run_task` with the model's labels).  ``tags``: a dict that
+    receives each split's predicted tags per sentence (token classification only; the
+    evaluate step saves them as ``predictions-<split>.jsonl``).
     """
     device = configure_torch(plan.cfg)
-    trained = trained or load_trained(plan.run_dir / MODEL_DIR)
-    collator = trained.collator()
-    trainer = make_trainer(plan, trained.model, trained.tokenizer, collator, device, channels=trained.channels)
+    model = model if model is not None else load_run_model(plan)
+    task = task if task is not None else run_task(plan.cfg, model.labels)
+    trainer = make_trainer(plan, model.model, model.tokenizer, model.collator(), device, channels=model.channels)
     out: dict[str, dict[str, float]] = {}
     for name in plan.cfg.evaluate:
         split = splits[name]
-        rows = [trained.task.encode(e) for e in split.examples]
+        rows = [task.encode(e) for e in split.examples]
         t0 = time.perf_counter()
         pred, label_ids = predict_by_length(trainer, rows, plan.cfg.model.max_length)
-        metrics = trained.task.score(pred, label_ids, split.examples)
-        if tags is not None and hasattr(trained.task, "predicted_tags"):
-            tags[name] = trained.task.predicted_tags(pred, label_ids, split.examples)[0]
+        metrics = task.score(pred, label_ids, split.examples)
+        if tags is not None and hasattr(task, "predicted_tags"):
+            tags[name] = task.predicted_tags(pred, label_ids, split.examples)[0]
         metrics["examples"] = float(len(rows))
         metrics["seconds"] = round(time.perf_counter() - t0, 2)
         out[name] = metrics

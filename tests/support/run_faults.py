@@ -171,14 +171,14 @@ def _reload_and_score(run_dir: Path, metrics: dict) -> list[str]:
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
     from priorkit.metrics import regression_metrics
-    from priorkit.pipeline.train import load_trained
+    from priorkit import load_model
 
     try:
-        trained = load_trained(run_dir)
+        model = load_model(run_dir)
     except Exception as exc:  # noqa: BLE001 - any failure to load is the finding
         return [f"the model does not load: {type(exc).__name__}: {exc}"]
     examples = load_data(load_config(run_dir / "config.yaml"))["eval"].examples
-    pred = trained.predict(examples)
+    pred = np.stack(model.logits(examples))
     score = regression_metrics(pred[:, 0] * 5.0, np.array([e["label"] for e in examples]))
     want = metrics["metrics"]["eval"]["spearman"]
     if not abs(score["spearman"] - want) <= 1e-5:
