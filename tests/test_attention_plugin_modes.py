@@ -101,8 +101,8 @@ def test_a_plugin_mode_trains_predicts_and_shows_from_the_cli(plugin_dir, tmp_pa
     ran = cli("--plugins-dir", str(plugin_dir), "run", str(tmp_path / "p.yaml"))
     assert ran.returncode == 0, ran.stderr[-3000:]
     run = out / "tilt" / "frac1" / "seed0"
-    config = json.loads((run / "model" / "config.json").read_text())
-    assert config["priorkit"]["mode"] == "tilted_bias"
+    info = json.loads((run / "model" / "priorkit.json").read_text())
+    assert info["channels"]["attention"]["mode"] == "tilted_bias"
     from safetensors.torch import load_file
 
     weights = load_file(str(run / "model" / "model.safetensors"))

@@ -142,7 +142,7 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
     folder = result.plan.run_dir / "model"
 
     info = json.loads((folder / "priorkit.json").read_text())
-    assert info["format"] == 3 and info["channels"] == {"length": {"scale": 0.1}}
+    assert info["format"] == 4 and info["channels"] == {"length": {"scale": 0.1}}
     weights = load_file(str(folder / "model.safetensors"))
     trained = weights["priorkit_length.weight"]
     assert trained.shape == (32,) and trained.abs().sum() > 0  # learnt from zero, in the model's own weights

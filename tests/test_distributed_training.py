@@ -114,7 +114,7 @@ def test_saved_model_reloads_with_prior_and_scores_like_one_process(launched):
     trained = load_model(run_dir)
     assert trained.model.config.priorkit["layers"] == [0] and trained.model.config.priorkit["mode"] == "multiply"
     assert trained.builder is not None and trained.builder.layout == "paper"
-    assert json.loads((run_dir / "model" / "priorkit-run.json").read_text())["train"]["world_size"] == 2
+    assert trained.info["run"]["train"]["world_size"] == 2
 
     cfg = load_config(config)
     distributed = json.loads((run_dir / "metrics.json").read_text())["metrics"]["eval"]

@@ -494,7 +494,7 @@ def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_be
     folder = result.plan.run_dir / "model"
     assert not any("features" in p.name for p in folder.iterdir())  # no side files: one manifest
     info = json.loads((folder / "priorkit.json").read_text())  # token features, no attention
-    assert info["format"] == 3 and list(info["channels"]) == ["features"]
+    assert info["format"] == 4 and list(info["channels"]) == ["features"]
     assert info["channels"]["features"]["config"]["groups"] == ["mesh:C", "mesh:D"]
     card = (folder / "README.md").read_text()
     assert "in its attention" not in card and "token features from the ontology provider" in card

@@ -15,7 +15,7 @@ import priorkit
 from priorkit.channels.attention import AttentionChannel
 from priorkit.channels.features import FeatureChannel, summary
 from priorkit.features import FeatureBuilder, FeatureConfig
-from priorkit.inference import folder as mf
+from priorkit.inference import manifest as mf
 
 TWO_TREES = """\
 format-version: 1.2
@@ -151,9 +151,11 @@ def test_a_format_2_folder_with_side_files_loads_through_the_converter(tmp_path,
                     "features": summary(described)}
     (tmp_path / mf.PRIORKIT_JSON).write_text(json.dumps(old))
     converted = mf.read_info(tmp_path)
-    assert converted["format"] == 3 and converted["channels"] == {
-        "attention": info["channels"]["attention"], "features": {k: described[k] for k in ("config", "n_features",
-                                                                                            "provider")}}
+    assert converted["format"] == 4 and converted["channels"] == {
+        "attention": info["channels"]["attention"],
+        "features": {**{k: described[k] for k in ("config", "n_features", "provider")},
+                     "weights": {"file": "priorkit-features.safetensors", "prefix": "priorkit_features."}}}
+    assert converted["run"] is None  # no priorkit-run.json beside it
     assert "attention" not in converted["prior"] and "features" not in converted["prior"]
     again = priorkit.load_model(tmp_path)
     got = again.logits(words)
@@ -165,6 +167,6 @@ def test_a_format_2_folder_with_side_files_loads_through_the_converter(tmp_path,
 
 
 def test_a_folder_without_features_has_no_features_channel(tmp_path):
-    from priorkit.channels.features import legacy_description
+    from priorkit.inference.converter import _features_v2
 
-    assert legacy_description(tmp_path) is None
+    assert _features_v2(tmp_path) is None

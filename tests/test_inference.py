@@ -107,7 +107,10 @@ def test_model_folder_carries_the_prior_and_a_model_card(sts_run):
     wn = priorkit.get_provider("wordnet", measure="xia2021")
     assert (prior["provider"], prior["params"], prior["fingerprint"]) == ("wordnet", {"measure": "xia2021"},
                                                                        wn.fingerprint)
-    assert info["format"] == 3 and list(info["channels"]) == ["attention"]
+    assert info["format"] == 4 and list(info["channels"]) == ["attention"]
+    assert sorted(p.name for p in folder.glob("priorkit*")) == ["priorkit.json"]  # one priorkit file
+    assert "priorkit" not in json.loads((folder / "config.json").read_text())  # nor a section in config.json
+    assert info["run"]["prior_name"] == "paper" and info["run"]["train"]["train_key"]
     assert prior["spec"] == {"provider": "wordnet", "params": {}, "preset": "paper", "layout": "full", "keys": "strip",
                              "neutral": 1.0, "stop_words": None, "stop_value": 0.0}  # as the pipeline wrote it
     built = PriorSpec.from_dict(prior["spec"]).resolved()
@@ -166,7 +169,7 @@ def test_plain_from_pretrained_refuses_a_prior(sts_run, sts_pairs):
     model = AutoModelForSequenceClassification.from_pretrained(str(sts_run / "model"))
     builder = priorkit.load_model(sts_run).builder
     batch = builder.build_batch([a for a, _ in sts_pairs[:2]], [b for _, b in sts_pairs[:2]])
-    with pytest.raises(priorkit.PriorkitError, match=r"saved with prior attention .* priorkit.load_model"):
+    with pytest.raises(priorkit.PriorkitError, match=r"saved by priorkit with its channels .* priorkit.load_model"):
         model(**batch)
     batch.pop("prior")
     assert model(**batch).logits.shape == (2, 1)  # the stock model still runs without a prior

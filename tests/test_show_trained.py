@@ -85,8 +85,9 @@ def test_attention_is_the_real_forward_and_prior_off_is_the_stock_model(gate_run
     priorkit.disable_prior_attention(model.model)
     try:
         stock = model.attention(A, B, layers=[0, 1])
-    finally:
-        priorkit.enable_prior_attention(model.model)
+    finally:  # back on through the channel: its settings from priorkit.json, its gates from the weights
+        model.channel("attention").attach(model.model)
+        model.channel("attention").load_state(model.model, model.folder)
     assert np.allclose(stock.weights, off.weights, atol=1e-6)
     assert model.model.config._attn_implementation == "priorkit_sdpa"  # capture put everything back
 

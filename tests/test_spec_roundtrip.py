@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import priorkit
 from priorkit.align import PriorBuilder
 from priorkit.errors import PriorkitError
-from priorkit.inference import folder as mf
+from priorkit.inference import manifest as mf
 from priorkit.spec import PriorSpec
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -9,14 +9,9 @@ the model was loaded from (``config._name_or_path``), touching only those tensor
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import torch
 from torch import Tensor
-
-_SAFE, _SAFE_INDEX = "model.safetensors", "model.safetensors.index.json"
-_BIN, _BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
 
 
 def _locate(name_or_path: str, filename: str) -> Path | None:
@@ -38,36 +33,22 @@ def _locate(name_or_path: str, filename: str) -> Path | None:
 
 
 def read_tensors(name_or_path: str, suffix: str) -> dict[str, Tensor]:
-    """All tensors whose key ends with ``suffix`` in the checkpoint at ``name_or_path``.
+    """All tensors whose key ends with ``suffix`` in the checkpoint at ``name_or_path`` (a local
+    folder, or a Hub id already in the local cache), through :func:`priorkit.weights.read_weights`.
 
     Sharded checkpoints are read through their index, opening only the shards that
     hold such keys.  Returns {} when there is no checkpoint (a model built from a config).
     """
     if not name_or_path:
         return {}
-    for index_name, single in ((_SAFE_INDEX, _SAFE), (_BIN_INDEX, _BIN)):
-        index = _locate(name_or_path, index_name)
-        if index is not None:
-            weight_map: dict[str, str] = json.loads(index.read_text())["weight_map"]
-            shards = sorted({f for k, f in weight_map.items() if k.endswith(suffix)})
-            out: dict[str, Tensor] = {}
-            for shard in shards:
-                out.update(_read_file(index.parent / shard, suffix))
-            return out
-        file = _locate(name_or_path, single)
-        if file is not None:
-            return _read_file(file, suffix)
+    from ..weights import LAYOUTS, read_weights
+
+    for index_name, single in LAYOUTS:
+        for name in (index_name, single):
+            found = _locate(name_or_path, name)
+            if found is not None:
+                return read_weights(found.parent, suffix=suffix, file=None if name == index_name else found.name)
     return {}
-
-
-def _read_file(file: Path, suffix: str) -> dict[str, Tensor]:
-    if file.suffix == ".safetensors":
-        from safetensors import safe_open
-
-        with safe_open(str(file), framework="pt") as fh:
-            return {k: fh.get_tensor(k) for k in fh.keys() if k.endswith(suffix)}
-    state = torch.load(file, map_location="cpu", weights_only=True)
-    return {k: v for k, v in state.items() if k.endswith(suffix)}
 
 
 def match_key(param_name: str, available: dict[str, Tensor], base_prefix: str) -> Tensor | None:

@@ -16,6 +16,7 @@ are not covered.  The keywords of the other channels (``token_features``, ...; s
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable
 
 from transformers import AttentionInterface
@@ -39,6 +40,12 @@ def message(module: Any) -> str:
             f"this model was saved with prior attention (config.priorkit: mode {saved.get('mode')!r}, layers "
             f"{saved.get('layers')}) but loaded without it, so `prior` would be ignored. Load it with "
             "priorkit.load_model(folder), or call priorkit.enable_prior_attention(model) after from_pretrained"
+        )
+    folder = getattr(config, "_name_or_path", "") if config is not None else ""
+    if folder and os.path.isfile(os.path.join(folder, "priorkit.json")):  # a priorkit model folder
+        return (
+            f"this model was saved by priorkit with its channels ({os.path.join(folder, 'priorkit.json')}) but "
+            "loaded without prior attention, so `prior` would be ignored. Load it with priorkit.load_model(folder)"
         )
     return (
         f"model(..., prior=P) on a model without prior attention ({type(module).__name__} uses "

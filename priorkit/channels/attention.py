@@ -60,7 +60,8 @@ class AttentionChannel(Channel):
     def restore(cls, description: Mapping[str, Any], context: Context) -> "AttentionChannel":
         builder = builder_from_info(context.prior, context.tokenizer, context.max_length,
                                     use_cache=context.use_cache, where=context.folder or "")
-        return cls(builder, None)
+        settings = {k: description[k] for k in ("layers", "mode", "heads", "options") if k in description}
+        return cls(builder, settings if settings.get("mode") else None)
 
     # ---- batches and the model ---------------------------------------------------------
     def batch_tensors(self, examples: Sequence[Mapping[str, Any]], encoding: Any) -> dict[str, Any]:
@@ -84,12 +85,13 @@ class AttentionChannel(Channel):
         from ..attention import enable_prior_attention
 
         if self.settings is None:
-            if not getattr(model.config, "priorkit", None):
-                return  # a folder whose config.json holds no settings: the priors are built, nothing to switch on
-            enable_prior_attention(model)  # the saved settings, and the learnt gates from the weights
-        else:
-            s = self.settings
-            enable_prior_attention(model, layers=s["layers"], mode=s["mode"], heads=s["heads"], **s["options"])
+            return  # no settings on record: the priors are built, nothing to switch on
+        # an older folder's config.json copy of the settings would make enable_prior_attention read
+        # the gates itself; load_state reads them, from the channel's own description
+        model.config.__dict__.pop("priorkit", None)
+        s = self.settings
+        enable_prior_attention(model, layers=s["layers"], mode=s["mode"], heads=s.get("heads"),
+                               **dict(s.get("options") or {}))
         saved = dict(model.config.priorkit)
         saved.pop("format", None)
         self.settings = saved  # as applied: indices normalised, the mode's defaults filled in
@@ -103,9 +105,6 @@ class AttentionChannel(Channel):
         from ..attention import prior_parameters
 
         return [p for _, p in prior_parameters(model) if p.requires_grad]
-
-    def load_state(self, model: Any, folder: str | Path) -> None:
-        """Nothing to do: :meth:`attach` without settings restored the gates from the weights."""
 
     # ---- describing it ---------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

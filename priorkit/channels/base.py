@@ -122,16 +122,22 @@ class Channel:
 
     #: the parameters' own learning rate (None: the run's)
     learning_rate: float | None = None
+    #: where :meth:`load_state` reads the weights (None: the folder's own model weights; the
+    #: converter names an older folder's side file here: ``{"file": ..., "prefix": ...}``)
+    weights: Mapping[str, Any] | None = None
 
     def load_state(self, model: Any, folder: str | Path) -> None:
         """Fill the attached parameters from the model folder's own weights (model.safetensors):
-        ``save_pretrained`` wrote them there, under their names in ``model.state_dict()``."""
+        ``save_pretrained`` wrote them there, under their names in ``model.state_dict()``
+        (:func:`priorkit.weights.read_weights`, the one weight reader)."""
+        from ..weights import read_weights
+
         params = self.parameters(model)
         if not params:
             return
         ids = {id(p) for p in params}
         names = [n for n, p in model.named_parameters() if id(p) in ids]
-        saved = read_weights(folder, names)
+        saved = read_weights(folder, names, **dict(self.weights or {}))
         missing = [n for n in names if n not in saved]
         if missing:
             raise PriorkitError(f"{folder}: the weights of the {self.name} channel ({', '.join(missing[:3])}"
@@ -215,28 +221,9 @@ def restore_channels(descriptions: Mapping[str, Any], context: Context, where: A
                             f"(known: {', '.join(CHANNELS)}); import the module that registers them "
                             "(priorkit.channels.register_channel) before loading the model, or load its plug-in "
                             "(--plugins-dir)")
-    return [CHANNELS[n].restore(descriptions[n], context) for n in CHANNELS if n in descriptions]
-
-
-def read_weights(folder: str | Path, names: Sequence[str]) -> dict[str, Any]:
-    """The tensors ``names`` from a model folder's safetensors weights (one file or shards)."""
-    from safetensors import safe_open
-
-    folder = Path(folder)
-    index = folder / "model.safetensors.index.json"
-    if index.exists():
-        weight_map = json.loads(index.read_text())["weight_map"]
-        files: dict[str, list[str]] = {}
-        for n in names:
-            if n in weight_map:
-                files.setdefault(weight_map[n], []).append(n)
-    elif (folder / "model.safetensors").exists():
-        files = {"model.safetensors": list(names)}
-    else:
-        return {}
-    out = {}
-    for file, wanted in files.items():
-        with safe_open(str(folder / file), framework="pt") as fh:
-            keys = set(fh.keys())
-            out.update({n: fh.get_tensor(n) for n in wanted if n in keys})
+    out = []
+    for name in [n for n in CHANNELS if n in descriptions]:
+        channel = CHANNELS[name].restore(descriptions[name], context)
+        channel.weights = descriptions[name].get("weights")  # an older folder's side file (the converter's)
+        out.append(channel)
     return out

@@ -10,16 +10,10 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import PriorkitError
 from .base import CardText, Channel, Context, PredictionWarning, TokenView, register_channel
-
-#: the side files of folders written before the channels (format 2); read by the converter only
-LEGACY_CONFIG = "priorkit-features.json"
-LEGACY_WEIGHTS = "priorkit-features.safetensors"
-
 
 @register_channel
 class FeatureChannel(Channel):
@@ -115,17 +109,6 @@ class FeatureChannel(Channel):
 
         return feature_parameters(model)
 
-    def load_state(self, model: Any, folder: str | Path) -> None:
-        legacy = Path(folder) / LEGACY_WEIGHTS
-        if legacy.exists():  # a folder written before the channels: its side file is what was loaded then
-            from safetensors.torch import load_file
-
-            from ..features.model import feature_module
-
-            feature_module(model).load_state_dict(load_file(str(legacy)))
-            return
-        super().load_state(model, folder)
-
     # ---- describing it ---------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         b = self.builder
@@ -171,19 +154,3 @@ def summary(description: Mapping[str, Any]) -> dict[str, Any]:
         # the control provider moves the matches to random spans (older folders: features.control)
         "control": "random-spans" if provider.get("name") == "random-spans" else config.get("control"),
     }
-
-
-def legacy_description(folder: str | Path) -> dict[str, Any] | None:
-    """The features channel's description from a format-2 folder's ``priorkit-features.json``
-    (None: the folder has none)."""
-    path = Path(folder) / LEGACY_CONFIG
-    if not path.exists():
-        return None
-    try:
-        info = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise PriorkitError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); "
-                            "restore it from the run folder or train again") from None
-    if info.get("format") != 1:
-        raise PriorkitError(f"{path} has format {info.get('format')!r}; this priorkit reads format 1")
-    return {"config": info["config"], "n_features": info["n_features"], "provider": info.get("provider") or {}}

@@ -21,7 +21,7 @@ import numpy as np
 from ..channels.base import PredictionWarning
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
-from . import folder as mf
+from . import manifest as mf
 
 
 # ---------------------------------------------------------------------------

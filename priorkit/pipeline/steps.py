@@ -4,7 +4,7 @@ Validity is decided by keys, not by file dates:
 
 - precompute: a marker ``cache/precompute-<key>.json`` for (builder description,
   data digests), and the cache file still holding the provider's pairs;
-- train: ``model/priorkit-run.json`` carries the run's *train key* (a hash of
+- train: ``model/priorkit.json``'s ``run`` record carries the run's *train key* (a hash of
   the model, task, prior setting, training settings, seed and the exact
   training subset); interrupted training resumes from ``checkpoints/`` when
   ``run.json`` has the same key;
@@ -33,7 +33,7 @@ from ..jsonfile import read_json, write_json
 from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
-from .train import (MODEL_DIR, MODEL_META, METRICS_FILE, RUN_FILE, RunPlan, cache_path, configure_torch,
+from .train import (MODEL_DIR, METRICS_FILE, RUN_FILE, RunPlan, cache_path, configure_torch,
                     evaluate_run, load_run_model, make_builder, plan_for_run, run_task, train_run)
 
 STEPS = ("precompute", "train", "evaluate", "report")
@@ -124,7 +124,9 @@ def metrics_valid(plan: RunPlan, splits: dict[str, Split]) -> dict | None:
 
 
 def model_valid(plan: RunPlan, key: str) -> bool:
-    meta = _read_json(plan.run_dir / MODEL_DIR / MODEL_META)
+    from ..inference.manifest import read_run
+
+    meta = read_run(plan.run_dir / MODEL_DIR)
     return bool(meta) and meta.get("train", {}).get("train_key") == key
 
 
@@ -237,7 +239,9 @@ def _prior_usage(plan: RunPlan, splits: dict[str, Split], model: Any, task: Any)
 def _write_metrics(plan: RunPlan, splits: dict[str, Split], scores: dict, t0: float,
                    usage: dict | None = None) -> StepOutcome:
     key = plan.train_key(splits["train"])
-    meta = _read_json(plan.run_dir / MODEL_DIR / MODEL_META) or {}
+    from ..inference.manifest import read_run
+
+    meta = read_run(plan.run_dir / MODEL_DIR) or {}
     metrics = {
         "pipeline": plan.cfg.name,
         "prior": plan.prior_name,
@@ -257,7 +261,7 @@ def _write_metrics(plan: RunPlan, splits: dict[str, Split], scores: dict, t0: fl
     from .trackers import log_scores
 
     log_scores(plan, scores, usage)  # the scores beside the training curves (train.report_to)
-    from ..inference.folder import add_scores
+    from ..inference.manifest import add_scores
 
     add_scores(plan.run_dir / MODEL_DIR, scores)  # into priorkit.json and the model card
     if not plan.cfg.train.keep_model:

@@ -202,9 +202,8 @@ def log_scores(plan: Any, scores: dict[str, dict[str, float]], usage: dict | Non
 
 
 def _read_meta(plan: Any) -> dict | None:
-    from .layout import MODEL_DIR, MODEL_META
+    """The run's record in its model folder (priorkit.json's ``run``)."""
+    from ..inference.manifest import read_run
+    from .layout import MODEL_DIR
 
-    try:
-        return json.loads((plan.run_dir / MODEL_DIR / MODEL_META).read_text())
-    except (OSError, ValueError):
-        return None
+    return read_run(plan.run_dir / MODEL_DIR)

@@ -172,7 +172,7 @@ def _release_memory() -> None:
 
 
 def _input_kind(train: Split, task: Task) -> str:
-    from ..inference.folder import input_kind
+    from ..inference.manifest import input_kind
 
     return input_kind(train.examples[0] if train.examples else None, task.type)
 
@@ -194,12 +194,10 @@ def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary
         tokenizer.save_pretrained(str(tmp))
         meta = run_metadata(plan, task)
         meta["train"] = summary
-        (tmp / MODEL_META).write_text(json.dumps(meta, indent=2))
-        (tmp / "priorkit-pipeline.yaml").write_text(plan.cfg.to_yaml())
-        from ..inference.folder import write_model_files
+        from ..inference.manifest import write_model_files
 
-        # priorkit.json (the prior and each channel's description, for load_model) and README.md;
-        # the channels' weights are in model.safetensors
+        # priorkit.json (the prior, each channel's description for load_model, and this record
+        # under "run") and README.md; the channels' weights are in model.safetensors
         write_model_files(tmp, meta, inputs, channels)
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
