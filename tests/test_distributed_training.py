@@ -107,7 +107,8 @@ def test_saved_model_reloads_with_prior_and_scores_like_one_process(launched):
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
     from priorkit import load_model
-    from priorkit.pipeline.train import evaluate_run, plan_for_run
+    from priorkit.pipeline.plan import plan_for_run
+    from priorkit.pipeline.train import evaluate_run
 
     config, out, _, _ = launched
     run_dir = out / "paper" / "frac1" / "seed0"

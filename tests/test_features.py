@@ -392,7 +392,7 @@ def test_pipeline_feature_errors_name_file_and_line(tmp_path, body, line, field,
 
 def test_features_only_setting_and_sweep_overrides(tmp_path):
     from priorkit.pipeline.config import load_config, prior_settings
-    from priorkit.pipeline.train import prior_identity
+    from priorkit.pipeline.plan import prior_identity
 
     path = _pipeline(tmp_path, NER + textwrap.dedent("""\
         prior:

@@ -182,7 +182,7 @@ def test_metrics_hold_prior_usage_that_show_reproduces(gate_run, capsys):
     from priorkit.pipeline import sweep as sw
     from priorkit.pipeline.config import load_config
     from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.train import plan_for_run
+    from priorkit.pipeline.plan import plan_for_run
 
     usage = json.loads((gate_run / "metrics.json").read_text())["prior_usage"]
     model = priorkit.load_model(gate_run)

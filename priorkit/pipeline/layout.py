@@ -7,7 +7,6 @@ from __future__ import annotations
 
 RUN_FILE = "run.json"
 MODEL_DIR = "model"
-MODEL_META = "priorkit-run.json"
 METRICS_FILE = "metrics.json"
 #: the name of the no-prior setting
 NO_PRIOR = "none"

@@ -12,7 +12,7 @@ from ..errors import PriorkitError
 from . import ranks
 from .config import PipelineConfig, PriorConfig, digest, for_fraction, prior_settings
 from .data import Split, fraction_indices
-from .layout import METRICS_FILE, MODEL_DIR, MODEL_META, NO_PRIOR, RUN_FILE  # noqa: F401
+from .layout import METRICS_FILE, MODEL_DIR, NO_PRIOR, RUN_FILE  # noqa: F401
 
 #: train-section fields that do not change what a run learns (not in its key)
 _NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",

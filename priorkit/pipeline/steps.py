@@ -33,8 +33,9 @@ from ..jsonfile import read_json, write_json
 from . import ranks
 from .config import PipelineConfig, PriorConfig, digest
 from .data import Split, load_data
-from .train import (MODEL_DIR, METRICS_FILE, RUN_FILE, RunPlan, cache_path, configure_torch,
-                    evaluate_run, load_run_model, make_builder, plan_for_run, run_task, train_run)
+from .plan import METRICS_FILE, MODEL_DIR, RUN_FILE, RunPlan, plan_for_run
+from .train import evaluate_run, load_run_model, run_task, train_run
+from .wiring import cache_path, configure_torch, make_builder
 
 STEPS = ("precompute", "train", "evaluate", "report")
 
@@ -80,7 +81,7 @@ def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, split
 
     from ..cache import PriorCache
     from ..precompute import base_provider, make_engine, run_precompute
-    from .train import model_source
+    from .wiring import model_source
 
     tokenizer = AutoTokenizer.from_pretrained(model_source(cfg))
     builder = make_builder(cfg, prior, tokenizer, use_cache=False)

@@ -37,7 +37,8 @@ from .posthoc import posthoc_plans, run_posthoc
 from .predictions import sentence_ci
 from .selection import write_sweep_selection
 from .steps import Log, _silent, precompute_step, run_one
-from .train import RunPlan, configure_torch
+from .plan import RunPlan
+from .wiring import configure_torch
 from .verdict import Verdict, sweep_controls
 
 CSV_FILE, MD_FILE, PLOT_FILE = "results.csv", "results.md", "results.png"

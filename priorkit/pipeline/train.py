@@ -31,12 +31,10 @@ from ..errors import PriorkitError
 from . import ranks
 from .config import PipelineConfig
 from .data import Split
-from .plan import (METRICS_FILE, MODEL_DIR, MODEL_META, NO_PRIOR, RUN_FILE, RunPlan,  # noqa: F401
-                   plan_for_run, prior_identity)
+from .plan import MODEL_DIR, RunPlan
 from .tasks import Task, make_task
-from .trainer import (TRACE_ENV, ListDataset, SeededLengthGroupedSampler, _token_lengths, gate_param_group,  # noqa: F401
-                      make_trainer)
-from .wiring import cache_path, configure_torch, make_builder, make_channels, make_collator, model_source  # noqa: F401
+from .trainer import ListDataset, _token_lengths, make_trainer
+from .wiring import cache_path, configure_torch, make_channels, make_collator, model_source
 
 log = logging.getLogger(__name__)
 

@@ -184,16 +184,3 @@ def channel_param_group(optimizer: torch.optim.Optimizer, model: Any, channel: A
                             "parameters" + (": enable the prior with mode: gate or learned_bias"
                                             if channel.name == "attention" else ""))
     return own_param_group(optimizer, params, channel.learning_rate)
-
-
-def gate_param_group(optimizer: torch.optim.Optimizer, model: Any, lr: float) -> int:
-    """Move the learnable prior parameters (gates, strengths) into their own parameter
-    group (``priorkit.optim.own_param_group``).  Returns how many tensors moved."""
-    from ..attention import prior_parameters
-    from ..optim import own_param_group
-
-    gates = [p for _, p in prior_parameters(model) if p.requires_grad]
-    if not gates:
-        raise PriorkitError("attention.learning_rate is set but the model has no learnable prior "
-                            "parameters: enable the prior with mode: gate or learned_bias")
-    return own_param_group(optimizer, gates, lr)

@@ -178,7 +178,8 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
     replays its scores through ``report`` (so the pruner sees the same curve).
     """
     from ..pipeline.steps import precompute_step
-    from ..pipeline.train import RunPlan, plan_for_run, train_run
+    from ..pipeline.plan import RunPlan, plan_for_run
+    from ..pipeline.train import train_run
 
     plan: RunPlan = plan_for_run(cfg)
     plan = dataclasses.replace(plan, prior_name=name)

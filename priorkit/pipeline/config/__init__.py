@@ -17,10 +17,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from .checks import (BUILTIN_SOURCES, DEFAULT_METRICS, TASK_METRICS, _check, _check_prior,  # noqa: F401
-                     _deep_merge, _per_fraction_entry, for_fraction, prior_settings, resolve_sweep_priors)
-from .loader import (ConfigError, _convert, _describe, _fail, _where, apply_overrides,  # noqa: F401
-                     digest, parse_override, parse_yaml, set_path)
+from .checks import (BUILTIN_SOURCES, DEFAULT_METRICS, TASK_METRICS, _check, for_fraction,  # noqa: F401
+                     prior_settings, resolve_sweep_priors)
+from .loader import ConfigError, _convert, apply_overrides, digest, parse_override, parse_yaml, set_path  # noqa: F401
 from .schema import (AttentionConfig, DataConfig, DataSource, FinalConfig, ModelConfig,  # noqa: F401
                      ParamSpace, PipelineConfig, PosthocConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
                      TaskConfig, TrainConfig, TuneConfig, ValidationConfig)
