@@ -93,11 +93,13 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
     sentences = unlabeled_sentences(plan, splits)
     labeller: Any = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
     if config.teacher is not None:
+        from ..inference import load_model
         from ..silver.teacher import TeacherLabeller
 
         folder = teacher if teacher is not None else Path(config.teacher.model).expanduser()
         t = config.teacher
-        labeller = TeacherLabeller(folder, t.threshold, labeller if t.dictionary else None, t.merge)
+        labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller if t.dictionary else None,
+                                   t.merge)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
     counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait

@@ -250,7 +250,12 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     add_sentence_cis(cfg, cells, counts)
     files = {"csv": out / CSV_FILE, "md": out / MD_FILE}
     write_csv(rows, files["csv"])
-    files["md"].write_text(markdown_table(cfg, cells))
+    from .dictionary_report import write as dictionary_section
+
+    section, dict_csv = dictionary_section(cfg, rows, out)  # recall inside and outside the dictionary
+    files["md"].write_text(markdown_table(cfg, cells) + section)
+    if dict_csv is not None:
+        files["dictionary"] = dict_csv
     if cfg.sweep.plot and cells:
         png = plot(cfg, cells, out / PLOT_FILE)
         if png is not None:

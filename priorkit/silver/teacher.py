@@ -52,33 +52,36 @@ def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: 
 
 
 def merge_labels(teacher: Sequence[str], dictionary: Sequence[str], rule: str) -> list[str]:
-    """One word list of tags from the teacher's (with ``?``) and the dictionary's (see the module doc)."""
-    first, second = (teacher, dictionary) if rule == "teacher-first" else (dictionary, teacher)
-    kept = spans(first)
-    out = list(teacher)
-    if rule == "dictionary-first":  # the dictionary's entities replace whatever the teacher said there
-        for s, e, t in kept:
-            out[s:e] = [f"B-{t}"] + [f"I-{t}"] * (e - s - 1)
-    taken = np.zeros(len(out) + 1, dtype=bool)
-    for s, e, _ in kept:
+    """One word list of tags from the teacher's (with ``?``) and the dictionary's (see the module
+    doc).  A teacher entity that loses to a dictionary entity becomes unknown (``?``) whole."""
+    t_ents, d_ents = spans(teacher), spans(dictionary)
+    first, second = (t_ents, d_ents) if rule == "teacher-first" else (d_ents, t_ents)
+    taken = np.zeros(len(teacher) + 1, dtype=bool)
+    for s, e, _ in first:
         taken[s:e] = True
-    for s, e, t in spans(second):
+    out = list(teacher)
+    write = list(first) if rule == "dictionary-first" else []
+    for s, e, t in second:
         if not taken[s:e].any():
-            out[s:e] = [f"B-{t}"] + [f"I-{t}"] * (e - s - 1)
+            write.append((s, e, t))
+        elif rule == "dictionary-first":  # a teacher entity the dictionary overrides: unknown
+            out[s:e] = [UNKNOWN] * (e - s)
+    for s, e, t in write:
+        out[s:e] = [f"B-{t}"] + [f"I-{t}"] * (e - s - 1)
     return out
 
 
 class TeacherLabeller:
     """Words -> confident tags of a trained model folder, merged with a dictionary's (module doc)."""
 
-    def __init__(self, folder: str | Path, threshold: float = 0.9, dictionary: Labeller | None = None,
-                 merge: str = "teacher-first", batch_size: int = 64) -> None:
-        from ..inference import load_model
-
+    def __init__(self, predictor: Any, folder: str | Path, threshold: float = 0.9,
+                 dictionary: Labeller | None = None, merge: str = "teacher-first", batch_size: int = 64) -> None:
+        """``predictor``: the model folder ``folder`` loaded by ``priorkit.load_model`` (the caller
+        loads it, so this package needs nothing of :mod:`priorkit.inference`)."""
         self.folder = Path(folder)
         if not 0.0 < threshold <= 1.0:
             raise PriorkitError(f"teacher threshold must lie in (0, 1], got {threshold!r}")
-        self.predictor = load_model(self.folder)
+        self.predictor = predictor
         if self.predictor.task_type != "token-classification":
             raise PriorkitError(f"{self.folder}: the teacher is a {self.predictor.task_type} model; a silver "
                                 "teacher must be a token-classification model of the same task")

@@ -250,6 +250,10 @@ class SweepConfig:
     posthoc: dict[str, PosthocConfig] = dataclasses.field(default_factory=dict)
     #: which evaluated split the table reports ("eval" or "test").
     split: Literal["eval", "test"] = "eval"
+    #: token classification: the dictionary the report measures recall inside and outside of
+    #: ({provider, params, types}; ``of``/``merge`` unused); null: the file prior's provider when
+    #: it has concept matches (docs/pipelines.md, "Inside and outside the dictionary").
+    dictionary: PosthocConfig | None = None
     plot: bool = True
 
 

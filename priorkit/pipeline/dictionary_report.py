@@ -1,0 +1,137 @@
+"""Where a token-classification sweep's gain comes from (docs/pipelines.md, "Inside and outside
+the dictionary"): per arm, precision, recall, and recall on the gold entities the dictionary
+tags exactly and on the others, with the dictionary alone as a row.
+
+The dictionary is ``sweep.dictionary`` or, by default, the file prior's provider when it has
+concept matches (its matches typed by the silver labels' map, BC5CDR's by default, kept to
+the task's entity types).  Everything is read from the runs' saved
+``predictions-<split>.jsonl``; the split's words come from the pipeline's data.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import PipelineConfig, PosthocConfig
+from .dictionary_recall import dictionary_recall
+from .predictions import read_predictions
+
+CSV_FILE = "results-dictionary.csv"
+DICTIONARY_ROW = "dictionary alone"
+
+
+def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
+    """The sweep's dictionary (None: none to report against)."""
+    if cfg.task.type != "token-classification":
+        return None
+    if cfg.sweep.dictionary is not None:
+        return cfg.sweep.dictionary
+    prior = cfg.prior
+    if prior is None or prior.provider is None:
+        return None
+    import priorkit
+
+    try:
+        provider = priorkit.get_provider(prior.provider, **(prior.params or {}))
+    except Exception:  # noqa: BLE001 -- a report never fails on its optional section
+        return None
+    if not provider.supports_matches:
+        return None
+    types = prior.silver.types if prior.silver is not None else None
+    return PosthocConfig(provider=prior.provider, params=dict(prior.params or {}), types=types)
+
+
+def _types(arm: PosthocConfig, gold: Sequence[Sequence[str]]) -> dict[str, str]:
+    from ..silver.label import BC5CDR_TYPES
+
+    have = {t.split("-", 1)[1] for row in gold for t in row if "-" in t}
+    types = arm.types if arm.types is not None else BC5CDR_TYPES
+    return {g: t for g, t in types.items() if t in have}
+
+
+def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
+                    words: Sequence[Sequence[str]] | None = None) -> list[dict[str, Any]]:
+    """One row per run with saved predictions on ``sweep.split``, and the dictionary alone per
+    fraction: precision, recall, F1, recall inside and outside the dictionary (x100)."""
+    arm = dictionary_of(cfg)
+    split = cfg.sweep.split
+    if arm is None:
+        return []
+    runs = [(r, read_predictions(Path(r["run_dir"]), split)) for r in rows if r.get("run_dir")]
+    runs = [(r, p) for r, p in runs if p is not None]
+    if not runs:
+        return []
+    gold = runs[0][1][1]
+    if words is None:
+        from .data import load_data
+
+        words = [e["words"] for e in load_data(cfg)[_split_key(split)].examples]
+    if len(words) != len(gold):
+        return []  # the data changed since these runs: nothing to say
+    import priorkit
+
+    from ..metrics import ner_metrics
+    from ..silver.label import group_entities
+
+    provider = priorkit.get_provider(arm.provider, **arm.params)
+    types = _types(arm, gold)
+    dtags = [group_entities(provider.matches(list(w)), len(w), types) for w in words]
+    out = []
+
+    def row(name: str, fraction: float, seed: Any, tags: Sequence[Sequence[str]]) -> dict[str, Any]:
+        m = ner_metrics([list(g) for g in gold], [list(t) for t in tags])
+        rec = dictionary_recall(tags, gold, dtags)
+        return {"prior": name, "fraction": fraction, "seed": seed, "precision": 100 * m["precision"],
+                "recall": 100 * m["recall"], "f1": 100 * m["f1"], "recall_dict": rec.recall_dict,
+                "recall_other": rec.recall_other, "coverage": rec.coverage}
+
+    for r, (tags, g) in runs:
+        if g == gold:
+            out.append(row(r["prior"], float(r["fraction"]), int(r["seed"]), tags))
+    for fraction in sorted({o["fraction"] for o in out}):
+        out.append(row(DICTIONARY_ROW, fraction, "-", dtags))
+    return out
+
+
+def _split_key(split: str) -> str:
+    return "eval" if split == "eval" else "test"
+
+
+def markdown(rows: Sequence[dict[str, Any]], split: str) -> str:
+    """The section of results.md: means over seeds per (arm, fraction)."""
+    if not rows:
+        return ""
+    groups: dict[tuple[str, float], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["prior"], r["fraction"]), []).append(r)
+    coverage = rows[-1]["coverage"]
+    lines = ["", f"## Inside and outside the dictionary ({split} split)", "",
+             f"Recall on the gold entities the dictionary tags exactly ({coverage:.1f}% of them) and on the "
+             "others; means over seeds, x100.", "",
+             "| prior | fraction | runs | F1 | precision | recall | recall inside | recall outside |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (name, fraction), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] == DICTIONARY_ROW)):
+        n = len(rs)
+
+        def mean(k: str) -> str:
+            return f"{sum(x[k] for x in rs) / n:.2f}"
+
+        runs = "-" if name == DICTIONARY_ROW else str(n)
+        lines.append(f"| {name} | {fraction:g} | {runs} | {mean('f1')} | {mean('precision')} | {mean('recall')} | "
+                     f"{mean('recall_dict')} | {mean('recall_other')} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(cfg: PipelineConfig, rows: Sequence[dict[str, Any]], folder: Path) -> tuple[str, Path | None]:
+    """(the Markdown section, the CSV file) of a sweep's runs; ("", None) when there is nothing."""
+    table = dictionary_rows(cfg, rows)
+    if not table:
+        return "", None
+    path = folder / CSV_FILE
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(table[0]))
+        w.writeheader()
+        for r in table:
+            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    return markdown(table, cfg.sweep.split), path

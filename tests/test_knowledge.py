@@ -1,0 +1,269 @@
+"""Knowledge that does not blind (docs/calibration.md, docs/silver.md): the dictionary calibrated
+on gold, knowledge dropout, a trained teacher's labels, the weak-dictionary data option and the
+report of recall inside and outside the dictionary.  Real ontology, real BC5CDR sentences."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import priorkit
+from priorkit.calibration import CalibrateConfig, calibrate, form_of, gold_spans, typed_matches
+from priorkit.errors import PriorkitError
+from priorkit.pipeline.config import ConfigError, config_from_dict, load_config
+
+TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
+
+
+@pytest.fixture(scope="module")
+def ontology():
+    return priorkit.get_provider("ontology", source="hpo+mesh")
+
+
+def _sentence(words: str, tags: str) -> dict:
+    return {"words": words.split(), "tags": tags.split()}
+
+
+# ---- calibration ---------------------------------------------------------------------
+def test_gold_spans_read_bio_tags_with_their_types():
+    assert gold_spans("B-Chemical I-Chemical O B-Disease B-Disease I-Chemical".split()) == {
+        (0, 2, "Chemical"), (3, 4, "Disease"), (4, 5, "Disease"), (5, 6, "Chemical")}
+
+
+def test_calibration_counts_each_form_against_the_gold_and_smooths_towards_its_group(ontology):
+    # "cocaine" is a gold Chemical twice; "hypotension" is matched three times and gold only once
+    examples = [
+        _sentence("cocaine induced hypotension .", "B-Chemical O O O"),
+        _sentence("cocaine and hypotension", "B-Chemical O B-Disease"),
+        _sentence("severe hypotension was seen", "O O O O"),
+    ]
+    assert typed_matches(ontology.matches(examples[0]["words"]), TYPES)  # the real matcher finds them
+    cal = calibrate(ontology, examples, TYPES, prior_strength=2.0)
+    hits, n = cal.forms[("cocaine", "mesh:D")]
+    assert (hits, n) == (2, 2)
+    disease = [(f, g) for (f, g) in cal.forms if f == "hypotension"]
+    assert disease, cal.forms
+    h, m = cal.forms[disease[0]]
+    assert (h, m) == (1, 3)
+    group = disease[0][1]
+    gh, gm = cal.groups[group]
+    p_group = (gh + 1) / (gm + 2)
+    assert cal.precision("hypotension", group) == pytest.approx((1 + 2 * p_group) / (3 + 2))
+    assert cal.precision("never seen", group) == pytest.approx(p_group)  # unseen: its group's estimate
+    assert ("hypotension", group) in cal.dropped(0.5) and ("cocaine", "mesh:D") not in cal.dropped(0.5)
+    assert cal.sentences == 3 and cal.gold == {"Chemical": 2, "Disease": 1}
+    before = cal.quality(None)
+    assert before.predicted == sum(n for _, n in cal.forms.values()) and before.gold == 3
+
+
+def test_calibration_improves_the_held_out_precision_of_the_real_dictionary_on_bc5cdr(ontology):
+    from priorkit.datasets import read_dataset
+    from priorkit.resources import embedded
+
+    rows = read_dataset(embedded("bc5cdr", "train.tsv"), "conll", limit=400)
+    gold = [{"words": list(r.words), "tags": list(r.tags)} for r in rows]
+    cal = calibrate(ontology, gold, TYPES)
+    before, after = cal.quality(None), cal.quality(0.5)
+    assert after.precision > before.precision + 0.03  # held-out: the drop is judged on other sentences
+    assert after.recall > before.recall - 0.03
+    assert cal.silver_weight(0.5) == pytest.approx(after.f1, abs=1e-4)
+    lines = cal.report(0.5)
+    assert lines[0].startswith("dictionary on the 400 gold sentences: P ") and "dropped" in lines[1]
+
+
+def test_calibration_refuses_an_empty_gold_subset_and_a_provider_without_matches(ontology):
+    with pytest.raises(PriorkitError, match="gold subset is empty"):
+        calibrate(ontology, [], TYPES)
+    with pytest.raises(PriorkitError, match="no concept matches"):
+        calibrate(priorkit.get_provider("constant", value=0.5), [_sentence("a", "O")], TYPES)
+    assert CalibrateConfig(threshold=1.5).problems()[0][0] == "threshold"
+
+
+def test_the_calibrated_provider_leaves_out_the_dropped_forms_and_whole_groups(ontology):
+    words = "cocaine induced hypotension".split()
+    full = ontology.matches(words)
+    groups = {m.group for m in full}
+    cocaine = [m for m in full if form_of(words, m.start, m.end) == "cocaine"][0]
+    one = priorkit.get_provider("calibrated", provider="ontology", params={"source": "hpo+mesh"},
+                                drop=[["cocaine", cocaine.group]])
+    assert [m for m in one.matches(words)] == [m for m in full if m != cocaine]
+    whole = priorkit.get_provider("calibrated", provider="ontology", params={"source": "hpo+mesh"},
+                                  drop=[["*", g] for g in groups])
+    assert whole.matches(words) == []
+    assert one.fingerprint != whole.fingerprint != ontology.fingerprint
+    with pytest.raises(PriorkitError, match=r"each drop entry is \[form, group\]"):
+        priorkit.get_provider("calibrated", provider="ontology", params={"source": "hpo+mesh"}, drop=["cocaine"])
+
+
+# ---- knowledge dropout -------------------------------------------------------------------
+def test_knowledge_dropout_hides_whole_mentions_at_its_rate():
+    from priorkit.features.model import keep_mentions
+
+    f = torch.zeros(1, 10, 4)
+    f[0, 1, 0] = f[0, 2, 1] = f[0, 3, 1] = 1  # mention A: tokens 1-3 (group 0)
+    f[0, 5, 2] = f[0, 6, 3] = 1  # mention B: tokens 5-6 (group 1)
+    f[0, 8, 1] = 1  # an I with no B before it (its start cut off): mention C
+    g = torch.Generator().manual_seed(0)
+    seen = set()
+    for _ in range(400):
+        keep = keep_mentions(f, 0.5, generator=g)[0]
+        assert keep[[0, 4, 7, 9]].all()  # untagged tokens always keep (nothing to hide)
+        for span in ([1, 2, 3], [5, 6], [8]):
+            assert len(set(keep[span].tolist())) == 1  # a mention is kept or dropped whole
+        seen.add(tuple(keep[[1, 5, 8]].tolist()))
+    assert len(seen) == 8  # the three mentions are dropped independently
+    rate = sum(1 - keep_mentions(f, 0.3, generator=g)[0, 1].item() for _ in range(2000)) / 2000
+    assert rate == pytest.approx(0.3, abs=0.04)
+    assert keep_mentions(f, 0.0).all()
+
+
+def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
+    from transformers import BertConfig, BertForTokenClassification
+
+    from priorkit.features.model import attach_features
+
+    model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
+                                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
+                                                  num_labels=3, hidden_dropout_prob=0.0,
+                                                  attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    module = attach_features(model, 4, dropout=0.0, mention_dropout=0.5)
+    torch.nn.init.normal_(module.proj.weight)
+    ids = torch.tensor([[101, 2000, 2001, 2002, 102]])
+    f = torch.zeros(1, 5, 4)
+    f[0, 1, 0] = f[0, 2, 1] = 1
+    model.eval()
+    with torch.no_grad():
+        bare = model(input_ids=ids).logits
+        full = model(input_ids=ids, token_features=f).logits
+        assert torch.equal(full, model(input_ids=ids, token_features=f).logits)  # eval: never dropped
+        model.train()
+        torch.manual_seed(1)
+        outs = [model(input_ids=ids, token_features=f).logits for _ in range(16)]
+    assert any(torch.allclose(o, bare, atol=1e-6) for o in outs)  # the mention hidden whole
+    assert any(torch.allclose(o, full, atol=1e-6) for o in outs)  # or kept whole
+    assert all(torch.allclose(o, bare, atol=1e-6) or torch.allclose(o, full, atol=1e-6) for o in outs)
+
+
+# ---- the teacher's labels ----------------------------------------------------------------
+def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
+    from priorkit.silver.teacher import confident_tags
+
+    tags = "B-Disease I-Disease O B-Chemical O".split()
+    assert confident_tags(tags, [0.99, 0.95, 0.97, 0.99, 0.5], 0.9) == \
+        ["B-Disease", "I-Disease", "O", "B-Chemical", "?"]
+    assert confident_tags(tags, [0.99, 0.6, 0.97, 0.99, 0.99], 0.9) == ["?", "?", "O", "B-Chemical", "O"]
+
+
+def test_merge_rules_of_teacher_and_dictionary():
+    from priorkit.silver.teacher import merge_labels
+
+    teacher = "B-Disease I-Disease ? O ? ?".split()
+    dictionary = "B-Disease O B-Chemical I-Chemical O B-Chemical".split()
+    # teacher first: its entity stays; dictionary entities that overlap no teacher entity come in
+    assert merge_labels(teacher, dictionary, "teacher-first") == \
+        "B-Disease I-Disease B-Chemical I-Chemical ? B-Chemical".split()
+    # dictionary first: its entities stay (over the teacher's); the teacher's where they overlap none
+    assert merge_labels(teacher, dictionary, "dictionary-first") == \
+        "B-Disease ? B-Chemical I-Chemical ? B-Chemical".split()
+
+
+# ---- data and config ----------------------------------------------------------------------
+def _raw(tmp_path, **extra):
+    raw = {
+        "name": "knowledge", "output_dir": str(tmp_path / "runs"),
+        "task": {"type": "token-classification"},
+        "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 60},
+                 "eval": {"source": "bc5cdr", "split": "devel", "limit": 20}},
+        "prior": {"name": "kd", "provider": "ontology", "params": {"source": "hpo+mesh"}, "cache": None,
+                  "attention": None, "features": {"learning_rate": 1e-2}},
+        "train": {"epochs": 1, "batch_size": 8, "fraction": 0.5, "threads": 1, "save": "no", "progress": False},
+    }
+    for key, value in extra.items():
+        section, field = key.split("__")
+        raw[section][field] = value
+    return raw
+
+
+def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
+    from priorkit.pipeline.data import load_data
+
+    splits = load_data(config_from_dict(_raw(tmp_path, data__entity_types=["Disease"])))
+    for split in splits.values():
+        tags = {t for e in split.examples for t in e["tags"]}
+        assert tags <= {"O", "B-Disease", "I-Disease"} and "B-Disease" in tags
+    with pytest.raises(Exception, match="no such entity type"):
+        load_data(config_from_dict(_raw(tmp_path, data__entity_types=["Gene"])))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("calibrate", {"threshold": 1.5}, "prior.calibrate.threshold: must lie in"),
+    ("silver", {"teacher": {"threshold": 0}}, "prior.silver.teacher.threshold: must lie in"),
+    ("silver", {"teacher": {"rounds": 4}}, "prior.silver.teacher.rounds: must be 1, 2 or 3"),
+    ("silver", {"weight": -1}, "prior.silver.weight: must be positive or auto"),
+])
+def test_bad_knowledge_settings_stop_with_their_file_and_line(tmp_path, field, value, message):
+    import yaml
+
+    raw = _raw(tmp_path)
+    raw["prior"][field] = value
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}:") and message in text and "\n" not in text
+
+
+def test_a_teacher_of_another_task_is_refused_with_its_folder(tmp_path, tiny_bert_dir):
+    from priorkit.silver.teacher import TeacherLabeller
+
+    class Predictor:  # the attributes TeacherLabeller reads of priorkit.load_model's result
+        task_type, labels = "token-classification", ["O", "B-Gene", "I-Gene"]
+
+    teacher = TeacherLabeller(Predictor(), tmp_path / "gene-model", 0.9)
+    with pytest.raises(PriorkitError, match="gene-model predicts tags O, B-Gene, I-Gene, the task has"):
+        teacher.check_labels(["O", "B-Disease", "I-Disease"], "p.yaml:3")
+    with pytest.raises(PriorkitError, match=r"teacher threshold must lie in \(0, 1\]"):
+        TeacherLabeller(Predictor(), tmp_path, 1.5)
+
+
+# ---- the pipeline -------------------------------------------------------------------------
+def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(tmp_path, tiny_bert_dir,
+                                                                                 one_torch_thread, capsys):
+    import dataclasses
+
+    from priorkit.pipeline.steps import run_pipeline
+
+    raw = _raw(tmp_path)
+    raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
+    raw["prior"]["features"]["mention_dropout"] = 0.3
+    raw["prior"]["calibrate"] = {"threshold": 0.5}
+    raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "rounds": 2}, "unmatched_weight": 0.5}
+    cfg = config_from_dict(raw)
+    result = run_pipeline(cfg, steps=("train", "evaluate"), log=lambda s: None)
+    printed = capsys.readouterr().out
+    assert "dictionary on the 30 gold sentences: P " in printed and "calibrated (forms below" in printed
+    run = tmp_path / "runs" / "kd" / "frac0.5" / "seed0"
+    record = json.loads((run / "self_training.json").read_text())
+    assert record["teacher"]["steps"] > 0 and 1 <= len(record["rounds"]) <= 2
+    assert all("devel" in r for r in record["rounds"])  # two rounds: each judged on data.eval
+    cal = json.loads((run / "calibration.json").read_text())
+    assert cal["sentences"] == 30 and 0 <= cal["after"]["precision"] <= 1
+    shards = list((tmp_path / "runs" / "silver").glob("teacher-*/shard-*.jsonl"))
+    lines = [json.loads(line) for p in shards for line in p.read_text().splitlines()]
+    assert len(lines) >= 30 and {t for row in lines for t in row["t"]} & {"O", "?"}
+    train = result.metrics["train"]
+    assert train["silver"]["teacher"]["rounds"] == 2 and train["silver"]["sentences"] == 30
+    assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
+    desc = json.loads((run / "model" / "priorkit.json").read_text())
+    assert "calibrated" in json.dumps(desc)  # the features read the calibrated dictionary, at predict time too
+    from priorkit.pipeline.dictionary_report import dictionary_rows
+
+    rows = [{"prior": "kd", "fraction": 0.5, "seed": 0, "run_dir": str(run)}]
+    table = dictionary_rows(dataclasses.replace(cfg, sweep=dataclasses.replace(cfg.sweep, split="eval")), rows)
+    assert {r["prior"] for r in table} == {"kd", "dictionary alone"}
+    alone = [r for r in table if r["prior"] == "dictionary alone"][0]
+    assert alone["recall_dict"] == pytest.approx(100.0) and alone["recall_other"] == 0.0
+    model = [r for r in table if r["prior"] == "kd"][0]
+    assert model["f1"] == pytest.approx(100 * result.metrics["metrics"]["eval"]["f1"], abs=1e-6)
