@@ -50,7 +50,8 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
     """(the plan with its matches calibrated, the calibration's record); the plan unchanged and
     None without ``prior.calibrate`` and without ``silver.weight: auto``."""
     prior = plan.prior
-    auto = prior is not None and prior.silver is not None and prior.silver.weight == "auto"
+    auto = prior is not None and prior.silver is not None and "auto" in (prior.silver.weight,
+                                                                         prior.silver.unmatched_weight)
     if prior is None or (prior.calibrate is None and not auto):
         return plan, None
     where = plan.cfg.where("prior.calibrate" if prior.calibrate is not None else "prior.silver.weight")
@@ -80,18 +81,22 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
             section = getattr(prior, name)
             if _is_dictionary(section, prior):
                 changes[name] = dataclasses.replace(section, provider="calibrated", params=wrapped)
-    if auto:
+    if auto:  # weights that follow the estimate, as a label model weighs its sources
         silver = changes.get("silver", prior.silver)
-        weight = max(cal.silver_weight(threshold), 0.05)
-        changes["silver"] = dataclasses.replace(silver, weight=weight)
-        record["silver_weight"] = weight
+        if silver.weight == "auto":
+            silver = dataclasses.replace(silver, weight=max(cal.silver_weight(threshold), 0.05))
+            record["silver_weight"] = silver.weight
+        if silver.unmatched_weight == "auto":
+            silver = dataclasses.replace(silver, unmatched_weight=round(max(cal.quality(threshold).recall, 0.05), 4))
+            record["silver_unmatched_weight"] = silver.unmatched_weight
+        changes["silver"] = silver
     lines = [f"[{plan.label}] {line}" for line in cal.report(threshold)]
     quality = cal.quality(threshold)
     if prior.silver is not None and prior.silver.teacher is None and quality.f1 < WEAK_SILVER_F1:
         warning = (f"[{plan.label}] WARNING: the silver labels' dictionary scores F1 {100 * quality.f1:.1f} "
                    f"(P {100 * quality.precision:.1f}, R {100 * quality.recall:.1f}) on the run's gold subset; "
                    f"labels this weak cost up to 14 F1 against no knowledge (docs/silver.md). "
-                   + ("Their weight follows the estimate (weight: auto)." if auto else
+                   + ("Their weights follow the estimate (auto)." if auto else
                       "Consider silver.weight: auto, a teacher (silver.teacher), or no silver labels."))
         lines.append(warning)
         record["warning"] = warning

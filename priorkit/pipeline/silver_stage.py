@@ -107,8 +107,8 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
         log(f"[{plan.label}] silver labels: {len(sentences)} sentences, {counts['labelled']} newly labelled "
             f"({store.dir})")
     weight = 1.0 if config.weight == "auto" else float(config.weight)  # auto: resolved by calibrate_run
-    rows = silver_rows(sentences, store.tags_for(sentences), task._index, config.unmatched, weight,
-                       config.unmatched_weight)
+    low = None if config.unmatched_weight in (None, "auto") else float(config.unmatched_weight)
+    rows = silver_rows(sentences, store.tags_for(sentences), task._index, config.unmatched, weight, low)
     return SilverRun(config, rows)
 
 

@@ -63,8 +63,9 @@ class SilverConfig:
     #: estimated on the run's gold subset (prior.calibrate's counts; docs/calibration.md).
     weight: Union[float, Literal["auto"]] = 1.0
     #: unmatched: O -- the loss weight of the O labels of words no match covers, relative to
-    #: ``weight`` (soft partial labels, e.g. 0.1); null: the same weight as matched words.
-    unmatched_weight: float | None = None
+    #: ``weight`` (soft partial labels, e.g. 0.1); "auto": the calibrated dictionary's estimated
+    #: recall (an O is trusted as far as the dictionary covers the entities); null: 1.
+    unmatched_weight: Union[float, Literal["auto"], None] = None
     #: a trained model labels the text too (self-training; docs/silver.md); null: the dictionary alone.
     teacher: TeacherConfig | None = None
     #: mix: silver sentences per gold sentence in the training list (null: ``silver_epochs``
@@ -98,8 +99,9 @@ class SilverConfig:
             out.append(("unmatched", f"must be one of {', '.join(UNMATCHED)}, got {self.unmatched!r}"))
         if self.weight != "auto" and (isinstance(self.weight, (bool, str)) or not self.weight > 0):
             out.append(("weight", f"must be positive or auto, got {self.weight!r}"))
-        if self.unmatched_weight is not None and not 0.0 <= self.unmatched_weight <= 1.0:
-            out.append(("unmatched_weight", f"must lie in [0, 1] (or null), got {self.unmatched_weight!r}"))
+        uw = self.unmatched_weight
+        if uw is not None and uw != "auto" and (isinstance(uw, (bool, str)) or not 0.0 <= uw <= 1.0):
+            out.append(("unmatched_weight", f"must lie in [0, 1], auto or null, got {uw!r}"))
         if self.unmatched_weight is not None and self.unmatched == "ignore":
             out.append(("unmatched_weight", "applies to unmatched: O (ignore leaves unmatched words out of the loss)"))
         if self.teacher is not None:
