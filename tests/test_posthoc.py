@@ -191,6 +191,10 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
                           params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
             dict-override: {{of: none, merge: override, provider: ontology,
                              params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
+            dict-calibrated: {{of: none, merge: override, provider: ontology,
+                               params: {{path: {mini}, cache: false}}, types: {{mini: Disease}},
+                               calibrate: {{threshold: 0.5}}}}
+          dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
     path = tmp_path / "p.yaml"
@@ -219,6 +223,27 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
             assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, merged)["f1"])
             assert float(rows[(arm, seed)]["test_f1"]) == pytest.approx(m["metrics"]["test"]["f1"])
             assert m["posthoc"]["of"] == "none" and m["train"]["steps"] == 0
+        # calibrated: the dictionary without the forms the run's own gold subset shows wrong
+        from priorkit.calibration import calibrate
+        from priorkit.pipeline.config import load_config
+        from priorkit.pipeline.data import load_data
+        from priorkit.pipeline.plan import RunPlan
+
+        cfg = load_config(path)
+        train_split = load_data(cfg)["train"]
+        subset = RunPlan(cfg, "none", None, 1.0, seed).train_indices(len(train_split))
+        drop = calibrate(provider, [train_split.examples[i] for i in subset], {"mini": "Disease"}).dropped(0.5)
+        cal = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop])
+        cal_tags = [group_entities(cal.matches(w), len(w), {"mini": "Disease"}) for w in words]
+        m = json.loads((out / "dict-calibrated" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
+        want = ner_metrics(gold, [merge(t, d, "override") for t, d in zip(tags, cal_tags)])["f1"]
+        assert m["metrics"]["test"]["f1"] == pytest.approx(want)
+    # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
+    dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))
+    alone = [r for r in dict_rows if r["prior"] == "dictionary alone"]
+    assert len(alone) == 1 and float(alone[0]["recall_dict"]) == pytest.approx(100.0)
+    assert {r["prior"] for r in dict_rows} >= {"none", "features", "dict-union", "dictionary alone"}
+    assert "## Inside and outside the dictionary (test split)" in (out / "results.md").read_text()
     # override puts every dictionary entity in: its recall of diseases is the dictionary's at least
     assert float(rows[("dict-override", 0)]["test_recall"]) > 0
     md = (out / "results.md").read_text()
@@ -226,7 +251,8 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     # every knowledge setting is judged against the post-hoc arms (no sweep.controls: every
     # trained setting but the baseline), paired by seed
     ctl = list(csv.DictReader(open(out / "controls.csv")))
-    assert sorted((r["setting"], r["vs"]) for r in ctl) == [("features", "dict-override"), ("features", "dict-union")]
+    assert sorted((r["setting"], r["vs"]) for r in ctl) == [("features", "dict-calibrated"), ("features", "dict-override"),
+                                                           ("features", "dict-union")]
     for r in ctl:
         d = [float(rows[("features", s)]["test_f1"]) - float(rows[(r["vs"], s)]["test_f1"]) for s in (0, 1)]
         assert float(r["mean_delta"]) == pytest.approx(np.mean(d))

@@ -69,12 +69,16 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
     return render(kept, len(model))
 
 
-def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict]) -> list[list[str]]:
-    """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``)."""
+def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = ()
+                    ) -> list[list[str]]:
+    """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``:
+    the (form, group) pairs a calibration left out (the ``calibrated`` provider)."""
     import priorkit
     from ..silver.label import BC5CDR_TYPES, group_entities
 
     provider = priorkit.get_provider(arm.provider, **arm.params)
+    if drop:
+        provider = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop])
     types = arm.types if arm.types is not None else BC5CDR_TYPES
     return [group_entities(provider.matches(list(e["words"])), len(e["words"]), types) for e in examples]
 
@@ -98,7 +102,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
     from ..metrics import ner_metrics
 
     for name, arm in cfg.sweep.posthoc.items():
-        matched: dict[str, list[list[str]]] = {}
+        matched: dict[tuple, list[list[str]]] = {}
         for fraction, seed in pairs:
             plan = RunPlan(cfg, name, None, fraction, seed)
             base_dir = RunPlan(cfg, arm.of, None, fraction, seed).run_dir
@@ -125,9 +129,10 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
                     raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
                                         f"sentences of split {split!r}; score the run again (--force)")
-                if split not in matched:
-                    matched[split] = dictionary_tags(arm, examples)
-                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[split])]
+                drop = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ()
+                if (split, tuple(drop)) not in matched:
+                    matched[(split, tuple(drop))] = dictionary_tags(arm, examples, drop)
+                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[(split, tuple(drop))])]
                 scores[split] = {**ner_metrics(gold, tags[split]), "examples": float(len(examples))}
             for split, merged in tags.items():
                 write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
@@ -135,6 +140,22 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
             log(f"[{plan.label}] post-hoc {arm.merge} of {arm.of}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
+
+
+def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> list[tuple[str, str]]:
+    """The forms a calibration on the run's gold subset leaves out of the merged dictionary."""
+    import priorkit
+
+    from ..calibration import calibrate
+    from ..silver.label import BC5CDR_TYPES
+
+    gold = [train.examples[i] for i in plan.train_indices(len(train))]
+    have = {t.split("-", 1)[1] for e in gold for t in e["tags"] if "-" in t}
+    types = arm.calibrate.types or arm.types or BC5CDR_TYPES
+    types = {g: t for g, t in types.items() if t in have}
+    c = arm.calibrate
+    cal = calibrate(priorkit.get_provider(arm.provider, **arm.params), gold, types, c.prior_strength)
+    return cal.dropped(c.threshold) if c.threshold > 0 else []
 
 
 def _metrics(cfg: PipelineConfig, plan: RunPlan, arm: PosthocConfig, base: dict, key: str,

@@ -226,6 +226,8 @@ class PosthocConfig:
     #: match group -> entity type, in priority order; null = BC5CDR's
     #: (mesh:D Chemical, mesh:C and hpo Disease; priorkit/features/baseline.py).
     types: dict[str, str] | None = None
+    #: calibrate the dictionary on each run's gold subset first (docs/calibration.md); null: as it is.
+    calibrate: CalibrateConfig | None = None
 
 
 @dataclasses.dataclass
