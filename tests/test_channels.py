@@ -52,6 +52,7 @@ class Length(Channel):
     """Each token's word length / 10, times one learnt vector, added to the embeddings."""
 
     name = "length"
+    batch_keys = ("word_length",)
 
     def __init__(self, learning_rate):
         self.learning_rate = learning_rate
@@ -158,6 +159,12 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
     alone = [model.logits([e["words"]])[0] for e in examples]  # one at a time: padding changes nothing
     for g, a in zip(got, alone):
         np.testing.assert_allclose(g, a, atol=1e-6)
+    # show: the attention with the channel on and off (its batch key left out), nothing per token
+    from priorkit.inference.attention_view import compare
+
+    shown = compare(model, examples[0]["words"], layers=[0, 1])
+    assert shown.channels == ("length",) and shown.without_prior.channels_on == () and not shown.token_views
+    assert all(s.moved > 0 for s in shown.summary) and shown.with_prior.prior is None
     # the channel matters: without its tensors the same weights compute something else
     model.channels[0].detach(model.model)
     model.channels = []
