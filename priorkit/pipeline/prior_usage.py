@@ -79,7 +79,7 @@ def measure(predictor: Any, task: Any, examples: Sequence[dict], split: str, sam
 def describe(usage: dict[str, Any] | None) -> str:
     """One line for the end of ``priorkit run``."""
     if not usage:
-        return "prior usage: no prior in this run"
+        return "prior usage: no attention prior in this run (the measure needs one; priorkit show compares any channel on and off)"
     if usage.get("shift") is None:
         text = "prior usage: the prior is constant on every row of the sample (no favoured cells)"
     else:
