@@ -100,6 +100,11 @@ def _configure_output(verbose: int, quiet: bool) -> None:
 
     level = logging.WARNING if not verbose else (logging.INFO if verbose == 1 else logging.DEBUG)
     logging.basicConfig(level=logging.ERROR if quiet else level, format="%(levelname)s %(name)s: %(message)s")
+    from .output import is_terminal
+
+    if quiet or not is_terminal(sys.stderr):  # Hugging Face's own bars: none in a log (priorkit.output)
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     if quiet:
         os.environ["PRIORKIT_QUIET"] = "1"  # read by progress bars and notices in sub-processes too
         warnings.simplefilter("ignore")

@@ -349,24 +349,16 @@ _CELLS = (("Spearman", lambda r: _fmt(r.spearman)), ("full", lambda r: _fmt(r.sp
           ("pairs/s", lambda r: "-" if math.isnan(r.pairs_per_s) else f"{r.pairs_per_s:,.0f}"))
 
 
-def results_table(results: Sequence[EvalResult], title: str = "prior vs human similarity"):
-    """A rich Table: one section per benchmark, one row per provider, aligned for comparison."""
-    from rich.table import Table
-
+def results_table(results: Sequence[EvalResult]) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows) of the printed table: one row per benchmark and provider, the benchmark
+    named on its first row (``priorkit.output.print_table`` prints it)."""
     providers, benches, grid = results_rows(results)
-    table = Table(title=title)
-    table.add_column("benchmark")
-    table.add_column("provider", overflow="fold")
-    table.add_column("pairs", justify="right")
-    for cell, _ in _CELLS:
-        table.add_column(cell, justify="right")
-    for bi, b in enumerate(benches):
-        rows = [p for p in providers if b in grid[p]]
-        for i, p in enumerate(rows):
+    rows = []
+    for b in benches:
+        for i, p in enumerate(q for q in providers if b in grid[q]):
             r = grid[p][b]
-            table.add_row(b if i == 0 else "", p, str(r.pairs), *[fn(r) for _, fn in _CELLS],
-                          end_section=(i == len(rows) - 1 and bi < len(benches) - 1))
-    return table
+            rows.append([b if i == 0 else "", p, str(r.pairs), *[fn(r) for _, fn in _CELLS]])
+    return ["benchmark", "provider", "pairs", *[cell for cell, _ in _CELLS]], rows
 
 
 def results_markdown(results: Sequence[EvalResult]) -> str:

@@ -139,12 +139,8 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
     if as_json:
         click.echo(json.dumps({**summary.as_dict(), "cache": str(cache.path)}, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
-    table = Table(title=f"precompute: {dataset}")
-    table.add_column("")
-    table.add_column("value", justify="right")
     rows = [
         ("examples", f"{summary.examples:,}"),
         ("provider", f"{summary.provider} ({summary.fingerprint})"),
@@ -161,9 +157,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         rows[-1:-1] = [("engine", where), ("shards", f"{summary.shards:,}{started}")]
         if summary.resumed:
             rows.insert(-1, ("resumed", f"{summary.resumed:,} pairs from shards of an earlier run"))
-    for k, v in rows:
-        table.add_row(k, v)
-    Console().print(table)
+    print_table(f"precompute: {dataset}", ["", "value"], rows, justify={"value": "right"})
 
 
 @click.group("cache")
@@ -185,37 +179,25 @@ def cache_info(cache_path, runs, timeout, as_json) -> None:
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
-    console = Console()
-    console.print(f"[bold]{info['path']}[/bold]: {info['size_bytes'] / 1e6:.1f} MB"
-                  + (f" (+{info['wal_bytes'] / 1e6:.1f} MB WAL)" if info["wal_bytes"] else "")
-                  + f", schema v{info['schema_version']}, {info['pairs']:,} pairs")
-    table = Table(title="providers")
-    table.add_column("fingerprint", no_wrap=True)
-    table.add_column("provider")
-    for col in ("pairs", "NaN", "mean"):
-        table.add_column(col, justify="right", no_wrap=True)
+    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.1f} MB"
+               + (f" (+{info['wal_bytes'] / 1e6:.1f} MB WAL)" if info["wal_bytes"] else "")
+               + f", schema v{info['schema_version']}, {info['pairs']:,} pairs")
+    rows = []
     for p in info["providers"]:
         params = " ".join(f"{k}={v}" for k, v in p["params"].items())
         what = f"{p['name']} v{p['version']} {params}".strip() + (" (symmetric)" if p["symmetric"] else "")
-        table.add_row(p["fingerprint"], what, f"{p['pairs']:,}", f"{p['nan']:,}",
-                      "-" if p["mean"] is None else f"{p['mean']:.4f}")
-    console.print(table)
+        rows.append([p["fingerprint"], what, f"{p['pairs']:,}", f"{p['nan']:,}",
+                     "-" if p["mean"] is None else f"{p['mean']:.4f}"])
+    right = {c: "right" for c in ("pairs", "NaN", "mean", "id", "new", "cached", "s")}
+    print_table("providers", ["fingerprint", "provider", "pairs", "NaN", "mean"], rows, justify=right)
     if info["runs"]:
-        rt = Table(title="recent precompute runs")
-        rt.add_column("id", justify="right")
-        rt.add_column("status")
-        rt.add_column("started (UTC)", no_wrap=True)
-        rt.add_column("dataset")
-        for col in ("pairs", "new", "cached", "s"):
-            rt.add_column(col, justify="right", no_wrap=True)
-        for r in info["runs"]:
-            rt.add_row(str(r["id"]), r["status"], (r["started"] or "")[:19].replace("T", " "),
-                       Path(r["dataset"]).name if r["dataset"] else "-", _n(r["pairs"]), _n(r["new"]),
-                       _n(r["cached"]), "-" if r["seconds"] is None else f"{r['seconds']:.1f}")
-        console.print(rt)
+        rows = [[str(r["id"]), r["status"], (r["started"] or "")[:19].replace("T", " "),
+                 Path(r["dataset"]).name if r["dataset"] else "-", _n(r["pairs"]), _n(r["new"]),
+                 _n(r["cached"]), "-" if r["seconds"] is None else f"{r['seconds']:.1f}"] for r in info["runs"]]
+        print_table("recent precompute runs", ["id", "status", "started (UTC)", "dataset", "pairs", "new",
+                                               "cached", "s"], rows, justify=right)
 
 
 def _n(v) -> str:

@@ -17,32 +17,63 @@ def add_commands(cli: click.Group) -> None:
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:
-    """List the plug-ins: name, version, source, hooks, providers; broken ones with their error."""
+    """List priorkit's built-in attention modes and channels, then the plug-ins: name, version,
+    source, hooks, providers, modes and channels; broken ones with their error."""
     from dataclasses import asdict
 
     from ..plugins import list_plugins
 
-    infos = list_plugins()
+    infos = [builtin_info()] + list_plugins()
     if as_json:
         click.echo(json.dumps([asdict(p) for p in infos], indent=2))
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title="priorkit plug-ins")
-    for col in ("name", "version", "source", "hooks", "providers", "modes, channels"):
-        table.add_column(col)
+    from ..output import print_table
+
+    rows = []
     for p in infos:
         if p.error is None:
-            table.add_row(p.name, p.version or "-", p.source, ", ".join(p.hooks), ", ".join(p.providers),
-                          ", ".join(p.modes + p.channels))
+            rows.append([p.name, p.version or "-", p.source, ", ".join(p.hooks) or "-", ", ".join(p.providers) or "-",
+                         ", ".join(p.modes) or "-", ", ".join(p.channels) or "-"])
         else:
-            table.add_row(p.name, p.version or "-", p.source, "[red]broken[/red]", escape(p.error), "")
-    Console().print(table)
+            rows.append([p.name, p.version or "-", p.source, Text("broken", style="red"), p.error, "-", "-"])
+    print_table("priorkit: built in and plug-ins",
+                ["name", "version", "source", "hooks", "providers (or why broken)", "attention modes", "channels"],
+                rows)
     broken = [p for p in infos if p.error is not None]
     if broken:
         click.echo(f"{len(broken)} plug-in(s) broken: see the providers column for why", err=True)
+
+
+def builtin_modes() -> list[str]:
+    """The attention modes of ``priorkit/attention/builtin_modes/`` (one file each), read from
+    their source: importing them would import torch and transformers, and ``priorkit
+    plugins`` starts in under a second."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "attention" / "builtin_modes"
+    names = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            registered = isinstance(node, ast.ClassDef) and any(
+                getattr(d, "id", None) == "register_mode" for d in node.decorator_list)
+            for stmt in node.body if registered else ():
+                if (isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "name" for t in stmt.targets)
+                        and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+                    names.append(stmt.value.value)
+    return names
+
+
+def builtin_info():
+    """priorkit itself as a row of ``priorkit plugins``: its attention modes and channels (the
+    built-in providers come from the ``priorkit_plugins`` plug-ins, listed after it)."""
+    from .. import __version__
+    from ..channels import CHANNELS
+    from ..plugins import PluginInfo
+
+    return PluginInfo("priorkit", __version__, "built in", [], modes=builtin_modes(), channels=list(CHANNELS))
 
 
 @click.command("providers")
@@ -56,15 +87,10 @@ def providers_command(as_json: bool) -> None:
         click.echo(json.dumps([{"name": e.name, "plugin": e.plugin, "description": e.description}
                                for e in entries], indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
-    table = Table(title="prior providers")
-    for col in ("name", "plug-in", "description"):
-        table.add_column(col)
-    for e in entries:
-        table.add_row(e.name, e.plugin, e.description)
-    Console().print(table)
+    print_table("prior providers", ["name", "plug-in", "description"],
+                [[e.name, e.plugin, e.description] for e in entries])
 
 
 @click.group("data")
@@ -80,9 +106,8 @@ def data_group() -> None:
 @click.pass_context
 def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, force: bool) -> None:
     """Fetch resources: wordnet, minilm, stsb, hpo, glove, wordsim, mesh, mpnet (about 400 MB)."""
-    from tqdm.auto import tqdm
-
     from .. import resources
+    from ..output import progress
 
     todo = [n for n, r in resources.RESOURCES.items() if r.in_all] if fetch_all else list(names)
     if not todo:
@@ -92,7 +117,7 @@ def data_fetch(ctx: click.Context, names: tuple[str, ...], fetch_all: bool, forc
         raise click.BadParameter(f"unknown resource(s) {', '.join(unknown)}; known: {', '.join(resources.RESOURCES)}",
                                  param_hint="NAMES")
     quiet = bool((ctx.obj or {}).get("quiet"))
-    bar = tqdm(todo, desc="data fetch", unit="resource", disable=quiet or None, leave=False)
+    bar = progress(todo, desc="data fetch", unit="resource", enabled=not quiet)
     for name in bar:
         bar.set_postfix_str(name)
         folder = resources.fetch(name, force=force, quiet=quiet)

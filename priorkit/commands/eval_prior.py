@@ -50,11 +50,11 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     results = []
     from rich.console import Console
 
-    from tqdm.auto import tqdm
+    from ..output import print_table, progress
 
     silent = quiet or bool((click.get_current_context().obj or {}).get("quiet"))
     jobs = [(arg, provider, pairs) for arg, provider in built.items() for pairs in sets]
-    bar = tqdm(jobs, desc="eval-prior", unit="benchmark", disable=silent or None, leave=False)
+    bar = progress(jobs, desc="eval-prior", unit="benchmark", enabled=not silent)
     for arg, provider, pairs in bar:
         bar.set_postfix_str(f"{arg} on {pairs.name} ({len(pairs)} pairs)")
         results.append(evaluate(provider, pairs, label=arg, neutral=fill))
@@ -69,7 +69,8 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
             return
         with open(json_out, "w", encoding="utf-8") as fh:
             fh.write(payload + "\n")
-    Console(file=sys.stdout, width=max(100, min(200, 60 + max(len(s) for s in labels)))).print(
-        results_table(results))
+    columns, rows = results_table(results)
+    print_table("prior vs human similarity", columns, rows, justify={c: "right" for c in columns[2:]},
+                console=Console(file=sys.stdout, width=max(100, min(200, 60 + max(len(s) for s in labels)))))
     if json_out:
         click.echo(f"wrote {json_out}")

@@ -71,18 +71,13 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
 
     if not result.metrics or not ranks.is_main():  # under torchrun: one table, from the main process
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
-    table = Table(title=f"{cfg.name}: {result.plan.label}")
     scores = result.metrics["metrics"]
-    table.add_column("metric")
-    for split in scores:
-        table.add_column(split, justify="right")
     names = [k for k in next(iter(scores.values())) if k not in ("examples", "seconds")]
-    for name in names:
-        table.add_row(name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores])
-    Console().print(table)
+    print_table(f"{cfg.name}: {result.plan.label}", ["metric", *scores],
+                [[name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores]] for name in names],
+                justify={s: "right" for s in scores})
     from ..pipeline.prior_usage import describe
 
     if "prior_usage" in result.metrics:

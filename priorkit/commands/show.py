@@ -120,25 +120,19 @@ def _model_max_length(tokenizer) -> int:
 
 def _print_prior(P, tokens, builder, encoding, text_a, text_b, title, top, show_all) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from ..output import print_table
 
     L = len(tokens)
     if show_all or L <= SHOW_MATRIX_TOKENS:
-        table = Table(title=title, show_lines=False)
-        table.add_column("")
-        for t in tokens:
-            table.add_column(t, justify="right")
-        for i, t in enumerate(tokens):
-            table.add_row(t, *[f"{v:.2f}" for v in P[i].tolist()])
-        Console(width=max(120, 8 * (L + 2))).print(table)
+        rows = [[t, *[f"{v:.2f}" for v in P[i].tolist()]] for i, t in enumerate(tokens)]
+        print_table(title, ["", *tokens], rows, justify={t: "right" for t in tokens},
+                    console=Console(width=max(120, 8 * (L + 2))))
         return
     cells = top_cells(P, builder.align(encoding, text_a, text_b), pair=text_b is not None)
-    table = Table(title=title)
-    for col, just in (("token i", "left"), ("token j", "left"), ("i", "right"), ("j", "right"), ("value", "right")):
-        table.add_column(col, justify=just)
-    for i, j, v in cells[:top]:
-        table.add_row(tokens[i], tokens[j], str(i), str(j), f"{v:.3f}")
-    Console().print(table)
+    print_table(title, ["token i", "token j", "i", "j", "value"],
+                [[tokens[i], tokens[j], str(i), str(j), f"{v:.3f}"] for i, j, v in cells[:top]],
+                justify={"i": "right", "j": "right", "value": "right"})
     click.echo(f"the {min(top, len(cells))} highest of {len(cells):,} word pairs ({L} tokens); --all prints the "
                f"whole {L} x {L} matrix, --json FILE writes it", err=True)
 

@@ -147,18 +147,17 @@ def _fmt(x: float | None, signed: bool = False) -> str:
 
 
 def print_summary(result: Any, predictor: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
-    table = Table(title=f"attention on the cells the prior favours ({predictor.folder})")
-    for col in ("layer", "head", "with prior", "without", "shift", "uniform", "learned", "moved"):
-        table.add_column(col, justify="right")
+    columns = ["layer", "head", "with prior", "without", "shift", "uniform", "learned", "moved"]
+    rows = []
     for s in result.summary:
         learned = "-" if s.learned is None else f"{s.learned_name} {s.learned:.3f}"
-        table.add_row(str(s.layer), str(s.head) + ("" if s.layer in result.prior_layers else " (no prior)"),
-                      _fmt(s.mass_with), _fmt(s.mass_without), _fmt(s.shift, True), _fmt(s.favoured_share),
-                      learned, _fmt(s.moved))
-    Console().print(table)
+        rows.append([str(s.layer), str(s.head) + ("" if s.layer in result.prior_layers else " (no prior)"),
+                     _fmt(s.mass_with), _fmt(s.mass_without), _fmt(s.shift, True), _fmt(s.favoured_share),
+                     learned, _fmt(s.moved)])
+    print_table(f"attention on the cells the prior favours ({predictor.folder})", columns, rows,
+                justify={c: "right" for c in columns})
     click.echo("favoured cells: keys whose prior value is above its row's mean; mass: the attention a head "
                "puts on them per query token (uniform: what equal attention would put there); moved: the "
                f"attention per query token that {' and '.join(result.channels) or 'knowledge'} moved "
@@ -167,14 +166,11 @@ def print_summary(result: Any, predictor: Any) -> None:
 
 def print_token_views(result: Any) -> None:
     """One table per channel that shows what it put in at each token (the token features)."""
-    from rich.console import Console
-    from rich.table import Table
+    from ..output import print_table
 
     tokens = result.with_prior.tokens
     for name, view in result.token_views.items():
-        table = Table(title=f"the {name} channel per token")
-        for col in ("token", view.label_name, view.value_name):
-            table.add_column(col, justify="left" if col != view.value_name else "right")
-        for token, label, value in zip(tokens, view.labels, view.values):
-            table.add_row(token, label or "-", f"{value:.4f}")
-        Console().print(table)
+        print_table(f"the {name} channel per token", ["token", view.label_name, view.value_name],
+                    [[token, label or "-", f"{value:.4f}"] for token, label, value in zip(tokens, view.labels,
+                                                                                         view.values)],
+                    justify={view.value_name: "right"})

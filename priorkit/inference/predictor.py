@@ -267,10 +267,10 @@ class Predictor:
         self.truncated = []
         collate = self.collator()
         starts = range(0, len(examples), batch_size)
-        if progress:
-            from tqdm.auto import tqdm
+        if progress:  # a bar on a terminal, a plain line every few seconds elsewhere (priorkit.output)
+            from ..output import progress as with_progress
 
-            starts = tqdm(starts, total=len(starts), desc="predict", unit="batch", leave=False)
+            starts = with_progress(starts, desc="predict", unit="batch")
         for start in starts:
             chunk = examples[start:start + batch_size]
             self._note_truncation(start, chunk)

@@ -401,25 +401,13 @@ def markdown_table(cfg: PipelineConfig, cells: Sequence[Cell]) -> str:
 
 def print_table(cfg: PipelineConfig, cells: Sequence[Cell], console: Any = None) -> None:
     """The table on a terminal (rich); elsewhere (a log, CI, a pipe) as plain Markdown rows,
-    which no terminal width cuts."""
-    from rich.console import Console
-    from rich.table import Table
+    which no terminal width cuts (``priorkit.output.print_table``)."""
+    from ..output import print_table as print_any
 
-    console = console or Console()
     unit = "" if cfg.task.metric == "mse" else " x100"
     title = f"{cfg.name}: {cfg.task.metric}{unit} ({cfg.sweep.split} split, baseline {cfg.sweep.baseline})"
-    if not console.is_terminal:
-        lines = [title, "| " + " | ".join(TABLE_HEADER) + " |", "|" + "|".join("---" for _ in TABLE_HEADER) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in table_rows(cfg, cells)]
-        console.file.write("\n".join(lines) + "\n")
-        console.file.flush()
-        return
-    table = Table(title=title)
-    for col in TABLE_HEADER:
-        table.add_column(col, justify="left" if col in ("prior", "per seed") else "right")
-    for r in table_rows(cfg, cells):
-        table.add_row(*r)
-    console.print(table)
+    print_any(title, TABLE_HEADER, table_rows(cfg, cells), console=console,
+              justify={c: "left" if c in ("prior", "per seed") else "right" for c in TABLE_HEADER})
 
 
 def plot(cfg: PipelineConfig, cells: Sequence[Cell], path: Path) -> Path | None:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import torch
 
 from ..errors import PriorkitError
+from ..output import Ticker, progress_style
 from . import ranks, trackers
 from .plan import RunPlan
 
@@ -98,6 +99,7 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
     from ..attention import supervision_loss
 
     tc = plan.cfg.train
+    style = progress_style(tc.progress)  # a bar on a terminal, plain lines in a log, or nothing
     warmup: float = tc.warmup if tc.warmup < 1 else int(tc.warmup)
     reporting = trackers.prepare(plan) if train_rows else []  # docs/pipelines.md, "Trackers"
     args = TrainingArguments(
@@ -121,7 +123,7 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
         eval_strategy="epoch" if eval_rows else "no",
         report_to=reporting or "none",
         remove_unused_columns=False,  # the raw text must reach PriorCollator
-        disable_tqdm=not tc.progress,
+        disable_tqdm=style != "bar",
         use_cpu=device == "cpu",
         dataloader_num_workers=tc.dataloader_workers,
         fp16=tc.precision == "fp16" and device == "cuda",
@@ -167,10 +169,47 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
             return LengthGroupedSampler(size, lengths=lengths)
 
     dataset = ListDataset(train_rows, trace=_trace_file()) if train_rows else None
-    return PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
-                        processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
-                        compute_metrics=compute_metrics,
-                        callbacks=[trackers.restore_environment()] if reporting else None)
+    trainer = PriorTrainer(model=model, args=args, train_dataset=dataset, data_collator=collator,
+                           processing_class=tokenizer, eval_dataset=ListDataset(eval_rows) if eval_rows else None,
+                           compute_metrics=compute_metrics,
+                           callbacks=[trackers.restore_environment()] if reporting else None)
+    if style != "bar":  # no tqdm: drop the Trainer's one printed dict per logging step too
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+        if style == "lines":
+            trainer.add_callback(progress_lines(plan.label))
+    return trainer
+
+
+def progress_lines(label: str) -> Any:
+    """A Trainer callback for logs and pipes: one plain line every few seconds (step, epoch,
+    the last logged loss; ``priorkit.output.Ticker``), from the main process only."""
+    from transformers import TrainerCallback
+
+    class ProgressLines(TrainerCallback):
+        ticker: Ticker | None = None
+        loss: float | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                self.ticker = Ticker(f"[{label}] train", state.max_steps or None, "steps")
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.loss = float(logs["loss"])
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.ticker is not None:
+                note = f"epoch {state.epoch or 0:.2f}" + (f", loss {self.loss:.4f}" if self.loss is not None else "")
+                self.ticker.update(state.global_step - self.ticker.n, note)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.ticker is not None:
+                self.ticker.close()
+                self.ticker = None
+
+    return ProgressLines()
 
 
 def channel_param_group(optimizer: torch.optim.Optimizer, model: Any, channel: Any) -> int:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..align.words import WordKeys
 from ..cache import Pair, PriorCache, canonical_pairs, is_symmetric
 from ..errors import PriorkitError
+from ..output import Ticker, progress_style
 from ..provider import PriorProvider
 from .plan import Block, base_provider, collect_pairs
 
@@ -203,15 +204,21 @@ def record_failure(cache: PriorCache, run_id: int, exc: BaseException, *, pairs:
 
 
 class _progress:
-    """A rich progress bar over pairs (or nothing), used as ``with _progress(...) as advance``."""
+    """Progress over pairs, used as ``with _progress(...) as advance``: a rich bar on a
+    terminal, a plain line every few seconds elsewhere, nothing when disabled or under ``-q``
+    (``priorkit.output``)."""
 
     def __init__(self, enabled: bool, total: int, label: str) -> None:
-        self.enabled, self.total, self.label = enabled and total > 0, total, label
-        self._bar = None
+        self.style = progress_style(enabled and total > 0)
+        self.total, self.label = total, label
+        self._bar: Any = None
 
     def __enter__(self) -> Callable[[int], None]:
-        if not self.enabled:
+        if self.style == "off":
             return lambda n: None
+        if self.style == "lines":
+            self._bar = Ticker(self.label, self.total, "pairs")
+            return self._bar.update
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeElapsedColumn, TimeRemainingColumn)
 
@@ -222,7 +229,9 @@ class _progress:
         return lambda n: self._bar.advance(task, n)
 
     def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
+        if isinstance(self._bar, Ticker):
+            self._bar.close()
+        elif self._bar is not None:
             self._bar.__exit__(*exc)
 
 
