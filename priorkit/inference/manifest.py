@@ -105,7 +105,8 @@ def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, An
             "base_model": meta.get("model_source"),
             "fraction": meta.get("fraction"),
             "seed": meta.get("seed"),
-            "data": {split: {k: v for k, v in src.items() if v not in (None, {}, [], "auto")}
+            "data": {split: ({k: v for k, v in src.items() if v not in (None, {}, [], "auto")}
+                             if isinstance(src, dict) else src)  # entity_types, transductive: plain values
                      for split, src in data.items() if src},
             "summary": meta.get("train"),
             "command": command if command is not None else command_line(),
