@@ -16,9 +16,13 @@ from priorkit.pipeline.config import ConfigError, config_from_dict, load_config
 TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 
 
+CONCEPT = {"source": "hpo+mesh", "measure": "concept", "within": 1.0, "related": 0.8, "unrelated": 0.5, "hops": 2}
+
+
 @pytest.fixture(scope="module")
 def ontology():
-    return priorkit.get_provider("ontology", source="hpo+mesh")
+    """The BC5CDR pipelines' matcher and concept prior (HPO + MeSH)."""
+    return priorkit.get_provider("ontology", **CONCEPT)
 
 
 def _sentence(words: str, tags: str) -> dict:
@@ -145,6 +149,35 @@ def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
     assert all(torch.allclose(o, bare, atol=1e-6) or torch.allclose(o, full, atol=1e-6) for o in outs)
 
 
+def test_knowledge_dropout_of_the_attention_prior_hides_whole_mentions(minilm_tokenizer, ontology):
+    from priorkit.channels.attention import drop_mentions
+
+    from priorkit.spec import PriorSpec
+
+    spec = PriorSpec(provider="ontology", params=CONCEPT, layout="full", keys="strip", neutral=0.5, within="known")
+    builder = priorkit.PriorBuilder.from_spec(spec, minilm_tokenizer, provider=ontology)
+    words = "cocaine induced severe hypotension in rats".split()
+    batch = builder.build_batch([" ".join(words), "no match here at all"])
+    P, mask = batch["prior"], batch["attention_mask"]
+    known = (P > 0.5).any(-1) & mask.bool()  # tokens the concept prior relates to something
+    assert known[0].sum() >= 2 and not known[1].any()  # the real matcher's mentions in sentence 0 only
+    g = torch.Generator().manual_seed(0)
+    kept_all = dropped_all = False
+    for _ in range(60):
+        out = drop_mentions(P, 0.5, 0.5, mask, generator=g)
+        assert torch.equal(out[1], P[1])  # nothing known: nothing hidden
+        assert torch.equal(out[P <= 0.5], P[P <= 0.5])  # stop-word and padding cells untouched
+        hidden = known[0] & ~(out[0] > 0.5).any(-1)  # a known token whose knowledge is gone
+        kept_all |= bool(torch.equal(out, P))
+        dropped_all |= bool(hidden[known[0]].all())
+        idx = known[0].nonzero().flatten().tolist()
+        for a, b in zip(idx, idx[1:]):  # neighbours with the same row are one mention: together
+            if b == a + 1 and torch.equal(P[0, a], P[0, b]):
+                assert hidden[a] == hidden[b]
+    assert kept_all and dropped_all
+    assert torch.equal(drop_mentions(P, 0.5, 0.0, mask), P)
+
+
 # ---- the teacher's labels ----------------------------------------------------------------
 def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
     from priorkit.silver.teacher import confident_tags
@@ -239,11 +272,14 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
     raw["prior"]["features"]["mention_dropout"] = 0.3
     raw["prior"]["calibrate"] = {"threshold": 0.5}
-    raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "rounds": 2}, "unmatched_weight": 0.5}
+    raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "rounds": 2}, "unmatched_weight": 0.5,
+                              "types": {"mesh:C": "Disease", "hpo": "Disease"}}
+    raw["data"]["entity_types"] = ["Disease"]  # the weak-dictionary regime's data option, saved with the model
     cfg = config_from_dict(raw)
     result = run_pipeline(cfg, steps=("train", "evaluate"), log=lambda s: None)
     printed = capsys.readouterr().out
     assert "dictionary on the 30 gold sentences: P " in printed and "calibrated (forms below" in printed
+    assert "Chemical" not in printed  # Disease alone: the calibration counts the task's types only
     run = tmp_path / "runs" / "kd" / "frac0.5" / "seed0"
     record = json.loads((run / "self_training.json").read_text())
     assert record["teacher"]["steps"] > 0 and 1 <= len(record["rounds"]) <= 2
