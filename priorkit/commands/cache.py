@@ -21,7 +21,7 @@ def _quiet() -> bool:
 
 
 def _parse_params(params: tuple[str, ...]) -> dict:
-    from .core import parse_params
+    from .options import parse_params
 
     return parse_params(params)
 
@@ -107,7 +107,7 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
     from ..align import PriorBuilder, tokenizer_fingerprint
     from ..precompute import make_engine, run_precompute
     from ..spec import PriorSpec, PriorSpecError
-    from .core import provider_option, tokenizer_source
+    from .options import provider_option, tokenizer_source
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
     tok = tokenizer_source(tokenizer)

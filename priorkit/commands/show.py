@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .core import parse_params, provider_option, tokenizer_source
+from .options import parse_params, provider_option, tokenizer_source
 
 
 def add_commands(cli: click.Group) -> None:
