@@ -50,8 +50,9 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
     """(the plan with its matches calibrated, the calibration's record); the plan unchanged and
     None without ``prior.calibrate`` and without ``silver.weight: auto``."""
     prior = plan.prior
-    auto = prior is not None and prior.silver is not None and "auto" in (prior.silver.weight,
-                                                                         prior.silver.unmatched_weight)
+    silver = prior.silver if prior is not None else None
+    auto = silver is not None and silver.teacher is None and (
+        silver.weight == "auto" or (silver.unmatched_weight == "auto" and silver.unmatched == "O"))
     if prior is None or (prior.calibrate is None and not auto):
         return plan, None
     where = plan.cfg.where("prior.calibrate" if prior.calibrate is not None else "prior.silver.weight")
@@ -86,7 +87,7 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
         if silver.weight == "auto":
             silver = dataclasses.replace(silver, weight=max(cal.silver_weight(threshold), 0.05))
             record["silver_weight"] = silver.weight
-        if silver.unmatched_weight == "auto":
+        if silver.unmatched_weight == "auto" and silver.unmatched == "O":
             silver = dataclasses.replace(silver, unmatched_weight=round(max(cal.quality(threshold).recall, 0.05), 4))
             record["silver_unmatched_weight"] = silver.unmatched_weight
         changes["silver"] = silver

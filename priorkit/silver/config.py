@@ -59,13 +59,14 @@ class SilverConfig:
     #: "mix": gold and silver sentences in one shuffled training list; "then-gold": train on
     #: silver first, then on gold from those weights.
     recipe: Literal["mix", "then-gold"] = "mix"
-    #: mix: the loss weight of silver tokens (gold tokens: 1); "auto": the dictionary's F1
-    #: estimated on the run's gold subset (prior.calibrate's counts; docs/calibration.md).
-    weight: Union[float, Literal["auto"]] = 1.0
+    #: mix: the loss weight of silver tokens (gold tokens: 1); "auto" (the default): the
+    #: dictionary's F1 estimated on the run's gold subset (docs/calibration.md); with a teacher, 1.
+    weight: Union[float, Literal["auto"]] = "auto"
     #: unmatched: O -- the loss weight of the O labels of words no match covers, relative to
-    #: ``weight`` (soft partial labels, e.g. 0.1); "auto": the calibrated dictionary's estimated
-    #: recall (an O is trusted as far as the dictionary covers the entities); null: 1.
-    unmatched_weight: Union[float, Literal["auto"], None] = None
+    #: ``weight`` (soft partial labels, e.g. 0.1); "auto" (the default): the dictionary's
+    #: estimated recall (an O is trusted as far as the dictionary covers the entities; with a
+    #: teacher, whose unsure words are out of the loss anyway, 1); null: 1.
+    unmatched_weight: Union[float, Literal["auto"], None] = "auto"
     #: a trained model labels the text too (self-training; docs/silver.md); null: the dictionary alone.
     teacher: TeacherConfig | None = None
     #: mix: silver sentences per gold sentence in the training list (null: ``silver_epochs``
@@ -102,7 +103,7 @@ class SilverConfig:
         uw = self.unmatched_weight
         if uw is not None and uw != "auto" and (isinstance(uw, (bool, str)) or not 0.0 <= uw <= 1.0):
             out.append(("unmatched_weight", f"must lie in [0, 1], auto or null, got {uw!r}"))
-        if self.unmatched_weight is not None and self.unmatched == "ignore":
+        if self.unmatched_weight not in (None, "auto") and self.unmatched == "ignore":
             out.append(("unmatched_weight", "applies to unmatched: O (ignore leaves unmatched words out of the loss)"))
         if self.teacher is not None:
             out += [(f"teacher.{f}", m) for f, m in self.teacher.problems()]
