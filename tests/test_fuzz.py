@@ -303,7 +303,7 @@ def test_mismatched_calls_raise_priorkit_error(minilm_tokenizer, made, layout, c
 
 def test_bad_builder_settings_raise_priorkit_error(minilm_tokenizer, made):
     p = _get("wordnet-xia2021", made)
-    with pytest.raises(UnknownProviderError, match="'wordnett'.*Available: combine"):
+    with pytest.raises(UnknownProviderError, match="'wordnett'.*Available: calibrated, combine"):
         PriorBuilder(minilm_tokenizer, "wordnett")
     with pytest.raises(PriorkitError, match="neutral must lie in"):
         PriorBuilder(minilm_tokenizer, p, layout="paper", neutral=1.5)
