@@ -271,7 +271,7 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
     raw = _raw(tmp_path)
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
     raw["prior"]["features"]["mention_dropout"] = 0.3
-    raw["prior"]["calibrate"] = {"threshold": 0.5}
+    raw["prior"]["calibrate"] = {"threshold": 0.8}  # high enough that 30 sentences drop something
     raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "rounds": 2}, "unmatched_weight": 0.5,
                               "types": {"mesh:C": "Disease", "hpo": "Disease"}}
     raw["data"]["entity_types"] = ["Disease"]  # the weak-dictionary regime's data option, saved with the model
@@ -293,7 +293,8 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
     assert train["silver"]["teacher"]["rounds"] == 2 and train["silver"]["sentences"] == 30
     assert 0.0 <= result.metrics["metrics"]["eval"]["f1"] <= 1.0
     desc = json.loads((run / "model" / "priorkit.json").read_text())
-    assert "calibrated" in json.dumps(desc)  # the features read the calibrated dictionary, at predict time too
+    assert cal["dropped"] > 0 and "calibrated" in json.dumps(desc)  # the features read the calibrated
+    # dictionary, at predict time too
     from priorkit.pipeline.dictionary_report import dictionary_rows
 
     rows = [{"prior": "kd", "fraction": 0.5, "seed": 0, "run_dir": str(run)}]
