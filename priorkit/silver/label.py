@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Mapping, Sequence
 
+from ..calibration import typed_matches
 from ..checksums import json_sha256
 from ..provider import Match, PriorProvider
 
@@ -14,14 +15,7 @@ BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 
 def group_entities(matches: Sequence[Match], n_words: int, group_to_label: Mapping[str, str]) -> list[str]:
     """BIO tags of ``n_words`` words from the matches (one entity per span)."""
-    rank = {g: i for i, g in enumerate(group_to_label)}
-    best: dict[tuple[int, int], str] = {}
-    for m in matches:
-        if m.group not in rank:
-            continue
-        span = (m.start, m.end)
-        if span not in best or rank[m.group] < rank[best[span]]:
-            best[span] = m.group
+    best = typed_matches(matches, group_to_label)  # each span's group: the first in the map's order
     tags = ["O"] * n_words
     for (s, e), g in best.items():
         label = group_to_label[g]
