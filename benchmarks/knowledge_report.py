@@ -9,12 +9,11 @@ Markdown section.  The pipeline and --set values must be those the sweep ran wit
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
 from priorkit.pipeline.config import load_config
-from priorkit.pipeline.dictionary_report import dictionary_rows, markdown
+from priorkit.pipeline.dictionary_report import dictionary_rows, markdown, write_csv
 
 
 def main() -> None:
@@ -33,13 +32,7 @@ def main() -> None:
     table = dictionary_rows(cfg, rows)
     print(markdown(table, cfg.sweep.split))
     if args.prefix:
-        path = Path(args.prefix + "-dictionary.csv")
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(table[0]))
-            w.writeheader()
-            for r in table:
-                w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
-        print(f"wrote {path}")
+        print(f"wrote {write_csv(table, Path(args.prefix + '-dictionary.csv'))}")
 
 
 if __name__ == "__main__":

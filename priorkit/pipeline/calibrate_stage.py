@@ -28,6 +28,7 @@ def _print(line: str) -> None:
 
 
 def _types(plan: RunPlan, task_labels: list[str]) -> dict[str, str]:
+    from ..silver.checks import task_types
     from ..silver.label import BC5CDR_TYPES
 
     prior = plan.prior
@@ -35,8 +36,7 @@ def _types(plan: RunPlan, task_labels: list[str]) -> dict[str, str]:
     if c is not None and c.types is not None:
         return dict(c.types)
     base = dict(prior.silver.types) if prior.silver is not None and prior.silver.types else dict(BC5CDR_TYPES)
-    have = {t.split("-", 1)[1] for t in task_labels if "-" in t}
-    return {g: t for g, t in base.items() if t in have}
+    return task_types(base, task_labels)
 
 
 def _is_dictionary(section: Any, prior: Any) -> bool:

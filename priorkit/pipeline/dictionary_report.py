@@ -43,11 +43,10 @@ def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
 
 
 def _types(arm: PosthocConfig, gold: Sequence[Sequence[str]]) -> dict[str, str]:
+    from ..silver.checks import task_types
     from ..silver.label import BC5CDR_TYPES
 
-    have = {t.split("-", 1)[1] for row in gold for t in row if "-" in t}
-    types = arm.types if arm.types is not None else BC5CDR_TYPES
-    return {g: t for g, t in types.items() if t in have}
+    return task_types(arm.types if arm.types is not None else BC5CDR_TYPES, (t for row in gold for t in row))
 
 
 def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
@@ -128,10 +127,15 @@ def write(cfg: PipelineConfig, rows: Sequence[dict[str, Any]], folder: Path) -> 
     table = dictionary_rows(cfg, rows)
     if not table:
         return "", None
-    path = folder / CSV_FILE
+    path = write_csv(table, folder / CSV_FILE)
+    return markdown(table, cfg.sweep.split), path
+
+
+def write_csv(table: Sequence[dict[str, Any]], path: Path) -> Path:
+    """The rows of :func:`dictionary_rows` as CSV (floats to 4 decimals)."""
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(table[0]))
         w.writeheader()
         for r in table:
             w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
-    return markdown(table, cfg.sweep.split), path
+    return path

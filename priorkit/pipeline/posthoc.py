@@ -147,12 +147,11 @@ def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> list[tuple[str, st
     import priorkit
 
     from ..calibration import calibrate
+    from ..silver.checks import task_types
     from ..silver.label import BC5CDR_TYPES
 
     gold = [train.examples[i] for i in plan.train_indices(len(train))]
-    have = {t.split("-", 1)[1] for e in gold for t in e["tags"] if "-" in t}
-    types = arm.calibrate.types or arm.types or BC5CDR_TYPES
-    types = {g: t for g, t in types.items() if t in have}
+    types = task_types(arm.calibrate.types or arm.types or BC5CDR_TYPES, (t for e in gold for t in e["tags"]))
     c = arm.calibrate
     cal = calibrate(priorkit.get_provider(arm.provider, **arm.params), gold, types, c.prior_strength)
     return cal.dropped(c.threshold) if c.threshold > 0 else []

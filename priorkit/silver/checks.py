@@ -24,6 +24,13 @@ def entity_types(labels: Iterable[str]) -> set[str]:
     return {t.split("-", 1)[1] for t in labels if t != "O" and "-" in t}
 
 
+def task_types(types: dict[str, str], tags: Iterable[str]) -> dict[str, str]:
+    """The groups of a group -> type map whose type is an entity type of ``tags`` (BIO tags or
+    label names), in the map's order."""
+    have = entity_types(tags)
+    return {g: t for g, t in types.items() if t in have}
+
+
 def type_problem(config: SilverConfig, labels: Sequence[str], where_labels: str) -> str | None:
     """A message when the type map names an entity type the task does not have."""
     have = entity_types(labels)

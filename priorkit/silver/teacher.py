@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..calibration import gold_spans
 from ..checksums import file_sha256, json_sha256
 from ..errors import PriorkitError
 from .label import Labeller
@@ -31,15 +32,8 @@ Entity = tuple[int, int, str]  # first word, end word (exclusive), type
 
 
 def spans(tags: Sequence[str]) -> list[Entity]:
-    """Entities of BIO tags (``?`` and ``O`` end an entity)."""
-    out, start, kind = [], None, None
-    for i, tag in enumerate(list(tags) + ["O"]):
-        if tag.startswith("I-") and start is not None and tag[2:] == kind:
-            continue
-        if start is not None:
-            out.append((start, i, kind))
-        start, kind = (i, tag[2:]) if tag[:2] in ("B-", "I-") else (None, None)
-    return out
+    """Entities of BIO tags in order (``?`` and ``O`` end an entity; calibration's reading)."""
+    return sorted(gold_spans(tags))
 
 
 def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: float) -> list[str]:
