@@ -2,8 +2,8 @@
 
 Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` in README.md
 and docs/*.md is rewritten from the files under ``docs/results/`` by the renderer NAME of
-``priorkit/pipeline/claims.py`` (``readme``, ``curve-scores``, ``curve-deltas``,
-``arms-scores``, ``arms-deltas``, ``silver-scores``, ``silver-deltas``).
+``priorkit/pipeline/claims.py`` (its ``BLOCKS``: ``readme``, ``curve-scores``, ``arms-deltas``,
+``knowledge-gain``, ``knowledge-calibration`` ...; an unknown name is refused, naming them).
 ``tests/test_claims.py`` fails when a block and its files differ.
 
     .venv/bin/python benchmarks/claims.py           # rewrite the blocks

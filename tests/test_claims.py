@@ -120,3 +120,44 @@ def test_a_runs_csv_without_a_fraction_column_takes_the_given_fraction(tmp_path)
     rows = claims.read_runs(tmp_path / "r.csv", fraction=0.1)
     assert [(r["prior"], r["fraction"], r["seed"], r["test_f1"]) for r in rows] == [("none", 0.1, 0, 0.5),
                                                                                    ("silver", 0.1, 0, 0.7)]
+
+
+def test_gain_tables_average_each_arm_and_put_the_dictionary_last(tmp_path):
+    (tmp_path / "d.csv").write_text("prior,fraction,seed,precision,recall,f1,recall_dict,recall_other,coverage\n"
+                                    "dictionary alone,0.1000,-,80.0000,50.0000,61.5385,100.0000,0.0000,50.0000\n"
+                                    "features,0.1000,0,70.0000,60.0000,64.6154,90.0000,30.0000,50.0000\n"
+                                    "features,0.1000,1,72.0000,62.0000,66.6269,92.0000,32.0000,50.0000\n")
+    res = Results(tmp_path)
+    lines = claims.gain_markdown(claims._by_arm(res.csv("d.csv"))).splitlines()
+    assert lines[0] == "| arm | F1 | precision | recall | recall inside | recall outside |"
+    assert lines[2:] == ["| features | 65.62 | 71.00 | 61.00 | 91.00 | 31.00 |",
+                         "| dictionary alone | 61.54 | 80.00 | 50.00 | 100.00 | 0.00 |"]
+
+
+CALIBRATION_HEAD = ("pipeline,prior,fraction,seed,sentences,threshold,prior_strength,dropped,precision,recall,f1,"
+                    "calibrated_precision,calibrated_recall,calibrated_f1,silver_weight,silver_unmatched_weight,warning\n")
+
+
+def test_the_calibration_table_has_one_row_per_regime_and_seed_and_refuses_runs_that_disagree(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "CALIBRATION", "c.csv")
+    row = "bc5cdr-weak,{arm},0.1,1,456,0.5,2.0,6,77.0035,47.8355,59.0120,78.5455,46.7532,58.6160,{w}\n"
+    (tmp_path / "c.csv").write_text(CALIBRATION_HEAD + row.format(arm="features", w=",,")
+                                    + row.format(arm="silver", w="0.5862,0.4675,yes"))
+    lines = claims.knowledge_calibration(Results(tmp_path)).splitlines()
+    assert lines[2:] == ["| Disease, HPO alone | 1 | 77.0 / 47.8 / 59.0 | 78.5 / 46.8 / 58.6 | 6 | 0.59 / 0.47 (warned) |"]
+    (tmp_path / "c.csv").write_text(CALIBRATION_HEAD + row.format(arm="features", w=",,")
+                                    + row.format(arm="silver", w=",,").replace(",6,", ",7,"))
+    with pytest.raises(ValueError, match="bc5cdr-weak seed 1 disagree"):
+        claims.knowledge_calibration(Results(tmp_path))
+
+
+def test_the_threshold_table_gives_means_and_the_range_over_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "THRESHOLDS", "t.csv")
+    (tmp_path / "t.csv").write_text("pipeline,fraction,seed,sentences,threshold,prior_strength,dropped,precision,recall,f1\n"
+                                    "bc5cdr-knowledge,0.1,0,456,0.0,2.0,0,70.0,70.0,70.0\n"
+                                    "bc5cdr-knowledge,0.1,1,456,0.0,2.0,0,72.0,72.0,72.0\n"
+                                    "bc5cdr-knowledge,0.1,0,456,0.5,2.0,140,80.0,70.0,74.0\n"
+                                    "bc5cdr-knowledge,0.1,1,456,0.5,2.0,150,82.0,70.0,76.0\n")
+    lines = claims.calibration_thresholds(Results(tmp_path)).splitlines()
+    assert lines[2:] == ["| BC5CDR, HPO + MeSH | - (as it is) | 0 | 71.0 | 71.0 | 71.0 (70.0-72.0) | 2 |",
+                         "| BC5CDR, HPO + MeSH | 0.5 | 140-150 | 81.0 | 70.0 | 75.0 (74.0-76.0) | 2 |"]
