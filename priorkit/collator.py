@@ -69,7 +69,8 @@ class PriorCollator:
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> tuple[Any, dict[str, torch.Tensor]]:
         """(the batch's one tokenisation, with ``word_ids(b)``; the model's inputs: its tensors,
-        each channel's and ``labels`` when the examples carry them)."""
+        each channel's and ``labels`` when the examples carry them; with labels also the
+        tensors only the loss reads: ``label_weights``, the channels' ``loss_keys``)."""
         if not examples:
             raise PriorkitError("PriorCollator got an empty batch")
         first = examples[0]
@@ -100,6 +101,10 @@ class PriorCollator:
             out["labels"] = labels
             if token_level_weights(examples):  # per-word loss weights (silver rows), aligned like labels
                 out["label_weights"] = self._labels(examples, batch, token_level=True, key="weights")
+        else:  # no labels, no loss: the tensors only the loss reads would reach the model
+            for channel in self.channels:
+                for key in getattr(channel, "loss_keys", ()):
+                    out.pop(key, None)
         return batch, out
 
     def _labels(self, examples, batch, token_level: bool, key: str | None = None) -> torch.Tensor | None:

@@ -99,7 +99,8 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
     from transformers import BertConfig, BertForTokenClassification
 
     from priorkit.collator import PriorCollator
-    from priorkit.silver import silver_rows, weighted_token_loss
+    from priorkit.pipeline.loss import weighted_loss
+    from priorkit.silver import silver_rows
 
     torch.manual_seed(0)
     model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
@@ -113,11 +114,11 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
     labelled = batch["labels"] != -100
     assert set(weights[0][labelled[0]].tolist()) == {1.0} and set(weights[1][labelled[1]].tolist()) == {0.25}
     plain = model(**batch).loss
-    loss_1, _ = weighted_token_loss(model, dict(batch), torch.ones(2))
+    loss_1, _ = weighted_loss(model, dict(batch), torch.ones(2))
     assert torch.allclose(loss_1, plain, atol=1e-6)  # weight 1 everywhere: the model's own loss
-    loss_w, _ = weighted_token_loss(model, dict(batch), weights)
-    loss_g, _ = weighted_token_loss(model, dict(batch), torch.tensor([1.0, 0.0]))
-    loss_s, _ = weighted_token_loss(model, dict(batch), torch.tensor([0.0, 1.0]))
+    loss_w, _ = weighted_loss(model, dict(batch), weights)
+    loss_g, _ = weighted_loss(model, dict(batch), torch.tensor([1.0, 0.0]))
+    loss_s, _ = weighted_loss(model, dict(batch), torch.tensor([0.0, 1.0]))
     assert torch.allclose(loss_w, loss_g + 0.25 * loss_s, atol=1e-6)  # per-token weights == per-row here
 
 

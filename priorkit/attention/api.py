@@ -115,7 +115,8 @@ def enable_prior_attention(
         layers: layer indices (negative from the end) or "all"; default ``(0,)`` as in the paper.
         mode: "multiply" (the paper), "bias" (options ``lam``, ``eps``), "gate" (option ``init``),
             "learned_bias" (options ``init``, ``eps``) or "supervise" (options ``weight``, ``power``;
-            add :func:`supervision_loss` to the training loss -- priorkit's Trainer does).
+            add :func:`supervision_loss` to the training loss -- priorkit's Trainer does, through
+            the attention channel's ``extra_loss``).
         heads: heads that get the prior (default all); the others keep stock attention.
         **mode_options: the mode's options, see docs/attention.md.
 

@@ -10,8 +10,10 @@ in a check for ``prior``; priorkit's own dispatcher takes ``prior`` out before i
 calls ``sdpa``, so enabled models never reach the check with it.  Models loaded
 with ``attn_implementation="eager"`` call the model file's function directly and
 are not covered.  The keywords of the other channels (``token_features``, ...; see
-:mod:`priorkit.batch_keys`) are refused the same way.  Installed when :mod:`priorkit.attention` is imported (and when
-``priorkit.PriorBuilder`` / ``priorkit.PriorCollator`` are first used).
+:mod:`priorkit.batch_keys`) are refused the same way, and so are the loss's own
+(``label_weights``, a channel's ``loss_keys``), which the model never reads.  Installed
+when :mod:`priorkit.attention` is imported (and when ``priorkit.PriorBuilder`` /
+``priorkit.PriorCollator`` are first used).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Any, Callable
 
 from transformers import AttentionInterface
 
-from ..batch_keys import OWNED
+from ..batch_keys import DATA, LOSS_ONLY, OWNED
 from .errors import PriorAttentionConfigError
 
 GUARDED = ("sdpa",)
@@ -62,6 +64,12 @@ def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
             raise PriorNotEnabledError(message(module))
         for keyword, channel in OWNED.items():  # an attached channel takes its keywords out first
             if keyword != "prior" and kwargs.get(keyword) is not None:
+                if keyword in LOSS_ONLY:  # the loss's, never the model's: the trainer takes it out first
+                    raise PriorNotEnabledError(
+                        f"model(..., {keyword}=...): {keyword} weighs the loss (" +
+                        ("the data's own weights" if channel == DATA else f"of the {channel} channel") +
+                        "); the model would ignore it. Leave it out of the model's inputs (priorkit's trainer "
+                        "takes it out before the forward pass, priorkit.pipeline.loss)")
                 raise PriorNotEnabledError(
                     f"model(..., {keyword}=...) on a model without the {channel} channel: it would be ignored. "
                     f"Attach the channel first (channel.attach(model); for token features "

@@ -4,7 +4,8 @@
 It reads the batch's one tokenisation (the collator's) like every channel: its builder
 aligns that encoding to the words and fills the (B, L, L) matrices, and its aligned store
 (``store=``) keeps each example's matrix so later epochs skip the aligning and the look-ups.
-Its trainable parameters are the mode's per-head gates or strengths.
+Its trainable parameters are the mode's per-head gates or strengths; the ``supervise`` mode's
+auxiliary loss reaches the trainer through :meth:`AttentionChannel.extra_loss`.
 """
 from __future__ import annotations
 
@@ -121,6 +122,13 @@ class AttentionChannel(Channel):
         from ..attention import prior_parameters
 
         return [p for _, p in prior_parameters(model) if p.requires_grad]
+
+    def extra_loss(self, model: Any) -> Any:
+        """The ``supervise`` layers' weighted KL of the last training forward pass (None in
+        other modes, and outside training: :func:`priorkit.attention.supervision_loss`)."""
+        from ..attention import supervision_loss
+
+        return supervision_loss(model)
 
     # ---- describing it ---------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

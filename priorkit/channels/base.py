@@ -72,6 +72,10 @@ class Channel:
     #: the keywords its batch tensors go to the model under; a model without the channel
     #: attached refuses them instead of ignoring them (priorkit/attention/guard.py)
     batch_keys: ClassVar[tuple[str, ...]] = ()
+    #: the keywords of its batch tensors that only its loss hook reads (:meth:`token_loss_weights`):
+    #: the trainer takes them out of the batch before the forward pass, the collator drops them
+    #: from a batch without labels (predict, show), and the model refuses them
+    loss_keys: ClassVar[tuple[str, ...]] = ()
 
     # ---- making it -----------------------------------------------------------------
     @classmethod
@@ -150,6 +154,24 @@ class Channel:
             for n in names:
                 named[n].copy_(saved[n])
 
+    # ---- the loss (priorkit/pipeline/loss.py) ---------------------------------------
+    def token_loss_weights(self, model: Any, batch: Mapping[str, Any]) -> Any:
+        """Weights of this batch's task loss, or None to leave it alone: a float tensor (B, L),
+        one per token, or (B,), one per example, multiplied into the data's own
+        ``label_weights`` (silver rows) and the other channels' weights.  The weighted loss is
+        the sum of weight x token loss over the labelled tokens (-100 is never counted),
+        divided by the number of labelled tokens, so weights of 1 give the stock loss.
+
+        ``batch``: the collated batch before the forward pass, ``labels`` and every loss key
+        (:attr:`loss_keys`) included; read your own tensors from it (made by
+        :meth:`batch_tensors`, where the words and their tokens are known)."""
+        return None
+
+    def extra_loss(self, model: Any) -> Any:
+        """An auxiliary term (a scalar tensor) added to the task loss after each forward pass,
+        or None: the attention channel's ``supervise`` mode gives its weighted KL here."""
+        return None
+
     # ---- describing it -------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         """JSON-safe: what :meth:`restore` needs, and what the manifest and the card show."""
@@ -176,6 +198,7 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
         raise PriorkitError(f"channel {cls.name!r} is registered already ({known.__module__})")
     CHANNELS[cls.name] = cls
     own(cls.batch_keys, cls.name)
+    own(cls.loss_keys, cls.name, loss_only=True)
     return cls
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batch_keys import LOSS_ONLY
 from ..errors import PriorkitError
 
 #: a prior value counts as above its row's mean only by more than this (float noise)
@@ -196,10 +197,11 @@ def choose_layers_heads(model: Any, layers: Any = None, heads: Any = None) -> tu
 def capture_batch(model: Any, batch: dict, layers: Sequence[int], heads: Sequence[int], prior: bool = True,
                   leave_out: Iterable[str] = ()) -> np.ndarray:
     """(B, n_layers, n_heads, L, L) attention of one batch, from the model's own forward pass;
-    ``leave_out``: batch keys not passed (a channel switched off), ``prior=False`` adds ``prior``."""
+    ``leave_out``: batch keys not passed (a channel switched off), ``prior=False`` adds ``prior``;
+    ``labels`` and the loss's own keys are never passed."""
     from ..attention.capture import capture_attention
 
-    drop = {"labels", *leave_out, *(() if prior else ("prior",))}
+    drop = {"labels", *LOSS_ONLY, *leave_out, *(() if prior else ("prior",))}
     inputs = {k: v for k, v in batch.items() if k not in drop}
     device = next(model.parameters()).device
     inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}

@@ -1,6 +1,6 @@
 """The Hugging Face ``Trainer`` of a run: its arguments from the ``train`` section, the
-length-grouped sampler, the ``supervise`` mode's loss and the learnable prior parameters'
-own learning rate."""
+length-grouped sampler, the loss through the channels' hook (``loss.py``: the data's and the
+channels' weights, their extra terms) and the channels' own learning rates."""
 from __future__ import annotations
 
 import os
@@ -96,7 +96,7 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
     from transformers import Trainer, TrainingArguments
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
-    from ..attention import supervision_loss
+    from .loss import task_loss
 
     tc = plan.cfg.train
     style = progress_style(tc.progress)  # a bar on a terminal, plain lines in a log, or nothing
@@ -133,23 +133,28 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
                if tc.group_by_length and train_rows else None)
 
     class PriorTrainer(Trainer):
-        """Length-grouped batches from token counts (the rows hold raw text, not ids); the
-        ``supervise`` mode's auxiliary loss added to the task loss."""
+        """Length-grouped batches from token counts (the rows hold raw text, not ids); the loss
+        through the channels' one hook (:mod:`priorkit.pipeline.loss`): the data's and the
+        channels' weights, the channels' extra terms (the ``supervise`` mode's)."""
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            weights = inputs.pop("label_weights", None)  # silver rows weighing other than gold ones
-            if weights is not None:
-                from ..silver.recipe import weighted_token_loss
+            num_items = num_items_in_batch if self.model_accepts_loss_kwargs else None
 
-                loss, outputs = weighted_token_loss(model, inputs, weights,
-                                                    num_items_in_batch if self.model_accepts_loss_kwargs else None)
-            else:
-                loss, outputs = super().compute_loss(model, inputs, return_outputs=True,
-                                                     num_items_in_batch=num_items_in_batch)
-            extra = supervision_loss(model)
-            if extra is not None:
-                loss = loss + extra.to(loss.dtype)
+            def stock(model, inputs):
+                return super(PriorTrainer, self).compute_loss(model, inputs, return_outputs=True,
+                                                              num_items_in_batch=num_items_in_batch)
+
+            loss, outputs = task_loss(model, inputs, channels, stock, num_items, scale=self._across_devices(num_items))
             return (loss, outputs) if return_outputs else loss
+
+        def _across_devices(self, num_items):
+            """What the stock loss is multiplied by when ``num_items`` counts every process's tokens
+            (the gradients are averaged over the processes); 1 in one process."""
+            if num_items is None or not self.args.average_tokens_across_devices:
+                return 1
+            if self.args.n_gpu > 1:
+                return self.args.n_gpu
+            return self.accelerator.num_processes // (self.get_tp_size() if hasattr(self, "get_tp_size") else 1)
 
         def create_optimizer(self, model=None):
             optimizer = super().create_optimizer(model)

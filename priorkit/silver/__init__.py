@@ -6,7 +6,8 @@ model trains on gold and silver together (``mix``) or on silver first, then gold
 - :mod:`.label`: matches -> BIO tags through a group -> entity-type map;
 - :mod:`.store`: labels written to disk in chunks (JSONL shards keyed by sentence digest
   and labeller fingerprint), resumable after a kill;
-- :mod:`.recipe`: silver rows (with per-word loss weights), the mixed training list and the weighted loss;
+- :mod:`.recipe`: silver rows (with per-word loss weights) and the mixed training list (the
+  weighted loss is the trainer's, ``priorkit.pipeline.loss``);
 - :mod:`.teacher`: a trained model as a labeller (self-training), merged with a dictionary;
 - :mod:`.checks`: the pipeline's checks of the section and of the unlabelled text.
 
@@ -22,7 +23,7 @@ from .config import SilverConfig
 _LAZY = {
     "Labeller": "label", "sentence_digest": "label",
     "SilverStore": "store", "label_sentences": "store",
-    "silver_rows": "recipe", "mix_rows": "recipe", "weighted_token_loss": "recipe",
+    "silver_rows": "recipe", "mix_rows": "recipe",
     "TeacherLabeller": "teacher", "merge_labels": "teacher", "confident_tags": "teacher",
 }
 

@@ -1,12 +1,13 @@
-"""Silver rows and the two recipes' training lists, and the loss that weighs tokens.
+"""Silver rows and the two recipes' training lists.
 
 A silver row is a task row (``{"words", "labels"}``) with ``"silver": True``; under
 ``unmatched: ignore`` its ``O`` words get label -100, so the loss skips them (partial
 labels).  A row whose words weigh other than 1 carries ``weights`` (one per word); the
 collator turns them into the batch's ``label_weights`` like the labels, and the trainer's
-loss weighs each token by them.  ``mix`` puts gold and silver rows into one list that the Trainer passes over
-once: the gold rows ``epochs`` times and the silver rows ``silver_epochs`` times (or
-``ratio`` silver rows per gold row), shuffled by the Trainer's sampler (length-grouped
+loss weighs each token by them (``priorkit.pipeline.loss``, with the channels' weights).
+``mix`` puts gold and silver rows into one list that the Trainer passes over once: the gold
+rows ``epochs`` times and the silver rows ``silver_epochs`` times (or ``ratio`` silver rows
+per gold row), shuffled by the Trainer's sampler (length-grouped
 with ``group_by_length``).  A fractional count takes a seeded share of the rows.
 """
 from __future__ import annotations
@@ -15,7 +16,6 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from ..errors import PriorkitError
 
@@ -65,23 +65,3 @@ def mix_rows(gold: Sequence[dict], silver: Sequence[dict], *, epochs: float, sil
     rows = repeat(gold, epochs, rng)
     passes = silver_epochs if ratio is None else ratio * len(rows) / len(silver)
     return rows + repeat(silver, passes, rng)
-
-
-def weighted_token_loss(model: Any, inputs: dict[str, torch.Tensor], weights: torch.Tensor,
-                        num_items: Any = None) -> tuple[torch.Tensor, Any]:
-    """Token cross-entropy with the tokens weighted by ``weights`` ((B,) per example or (B, L)
-    per token): the sum of weighted token losses over the number of labelled tokens (a batch
-    of gold rows gives the usual mean).  ``num_items``: the labelled tokens of all accumulated batches, when the
-    Trainer counts them (it then does not divide by the accumulation steps itself)."""
-    labels = inputs.pop("labels")
-    outputs = model(**inputs)
-    logits = outputs.logits
-    per_token = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                                                  ignore_index=IGNORE, reduction="none").view_as(labels)
-    mask = labels != IGNORE
-    w = weights.to(per_token.device)
-    w = (w[:, None] if w.dim() == 1 else w).expand_as(per_token)
-    count = mask.sum().clamp(min=1) if num_items is None else num_items
-    loss = (per_token * w * mask).sum() / count
-    inputs["labels"] = labels
-    return loss, outputs
