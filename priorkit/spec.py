@@ -155,6 +155,11 @@ class PriorSpec:
         """Fail when this prior cannot take single texts (the paper layout needs pairs)."""
         check_single_texts(self.resolved().layout, self.preset)
 
+    def spec(self) -> "PriorSpec":
+        """The plain :class:`PriorSpec` of this spec (a subclass, such as a pipeline's prior
+        setting, less its own fields): what a builder is made from and priorkit.json stores."""
+        return spec_of(self)
+
     # ---- building -------------------------------------------------------
     def build_provider(self) -> "PriorProvider":
         """The provider from the plug-in registry (an unknown name or parameter fails here)."""

@@ -8,8 +8,13 @@ plus those labels by the setting's recipe.  With ``rounds`` > 1 each round's stu
 next round's teacher (``round<r>/``); the rounds stop when a student's devel score (the
 pipeline's ``data.eval``) does not beat its teacher's, and the best model is the run's.
 
-The training and scoring functions come in as arguments (``train_run``'s own body and
-``evaluate_run``), so this module imports nothing of :mod:`priorkit.pipeline.train`.
+``train_run`` (:mod:`priorkit.pipeline.train`) drives the course: a :class:`SelfTraining`
+names each model to train next (:class:`Step`: the teacher, then each round's student, with
+its teacher and the run that scores it on ``data.eval``), ``train_run`` trains and scores it
+and tells the course (:meth:`SelfTraining.done`), which decides whether another round
+follows and, at the end, which model is the run's.  Nothing here trains or scores a model,
+and nothing calls back into :mod:`priorkit.pipeline.train` (issue 31: the run plan is not
+handed back up; ``benchmarks/plan_walk.py``).
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import dataclasses
 import logging
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
 from ..errors import PriorkitError
 from ..jsonfile import write_json
@@ -55,60 +60,108 @@ def _sub(plan: RunPlan, folder: Path, prior: Any) -> _Sub:
     return _Sub(plan.cfg, plan.prior_name, prior, plan.fraction, plan.seed, folder=folder)
 
 
-def _devel(plan: RunPlan, splits: dict[str, Split], evaluate: Callable, folder: Path, metric: str) -> float:
-    if "eval" not in splits:
-        raise PriorkitError(f"{plan.cfg.where('prior.silver.teacher.rounds')}: more than one self-training round "
-                            "needs data.eval to tell whether a round helps")
-    cfg = dataclasses.replace(plan.cfg, evaluate=["eval"])
-    sub = _Sub(cfg, plan.prior_name, plan.prior, plan.fraction, plan.seed, folder=folder)
-    return float(evaluate(sub, splits)["eval"][metric])
+def _given_teacher(plan: RunPlan) -> Path:
+    """``teacher.model``'s model folder (a run folder's ``model/`` or the folder itself)."""
+    teacher = Path(plan.prior.silver.teacher.model).expanduser()
+    if not (teacher / "config.json").exists() and not (teacher / MODEL_DIR / "config.json").exists():
+        raise PriorkitError(f"{plan.cfg.where('prior.silver.teacher.model')}: prior.silver.teacher.model: "
+                            f"{teacher} is not a trained model folder (no config.json)")
+    return teacher / MODEL_DIR if (teacher / MODEL_DIR / "config.json").exists() else teacher
 
 
-def self_train(plan: RunPlan, splits: dict[str, Split], train: Callable[..., dict], evaluate: Callable,
-               **kwargs: Any) -> dict[str, Any]:
-    """Teacher, labels, student (and more rounds); returns the final student's summary with a
-    ``self_training`` record (see the module doc)."""
-    t = plan.prior.silver.teacher
-    record: dict[str, Any] = {"rounds_asked": t.rounds, "rounds": []}
-    if t.model is not None:
-        teacher = Path(t.model).expanduser()
-        if not (teacher / "config.json").exists() and not (teacher / MODEL_DIR / "config.json").exists():
-            raise PriorkitError(f"{plan.cfg.where('prior.silver.teacher.model')}: prior.silver.teacher.model: "
-                                f"{teacher} is not a trained model folder (no config.json)")
-        teacher = teacher / MODEL_DIR if (teacher / MODEL_DIR / "config.json").exists() else teacher
-    else:
-        gold_only = dataclasses.replace(plan.prior, silver=None)
-        sub = _sub(plan, plan.run_dir / TEACHER_DIR, gold_only)
-        summary = train(sub, splits, **kwargs)
-        teacher = sub.run_dir / MODEL_DIR
-        record["teacher"] = {"seconds": summary["seconds"], "steps": summary["steps"]}
-    metric = plan.cfg.task.metric or "f1"
-    best_score = _devel(plan, splits, evaluate, teacher.parent, metric) if t.rounds > 1 else None
-    best_dir, summary = None, {}
-    for r in range(1, t.rounds + 1):
-        last = r == t.rounds
-        folder = plan.run_dir if last else plan.run_dir / f"round{r}"
-        sub = _sub(plan, folder, plan.prior)
-        summary = train(sub, splits, teacher=teacher, **kwargs)
-        entry = {"round": r, "seconds": summary["seconds"]}
-        if t.rounds > 1:
-            score = _devel(plan, splits, evaluate, folder, metric)
-            entry["devel"] = score
-            log.info("[%s] self-training round %d: devel %s %.4f (teacher %.4f)", plan.label, r, metric, score,
-                     best_score)
-            if score <= best_score:
-                record["rounds"].append({**entry, "kept": False})
+@dataclasses.dataclass
+class Step:
+    """One model of the course.  ``run``: the run to train (None: ``teacher.model``, only
+    scored); ``teacher``: the model folder labelling its silver text (None for the teacher);
+    ``judge``: the run whose ``evaluate_run`` scores it on ``data.eval`` (None: one round,
+    nothing to compare)."""
+
+    kind: str  # "teacher" | "student"
+    run: RunPlan | None
+    teacher: Path | None
+    judge: RunPlan | None
+
+
+class SelfTraining:
+    """The course of one run with ``prior.silver.teacher`` (see the module doc)::
+
+        course = SelfTraining(plan, splits)
+        for step in course:
+            summary = train(step.run, teacher=step.teacher) if step.run is not None else None
+            course.done(step, summary, evaluate(step.judge) if step.judge is not None else None)
+        summary = course.finish()
+    """
+
+    def __init__(self, plan: RunPlan, splits: dict[str, Split]) -> None:
+        t = plan.prior.silver.teacher
+        if t.rounds > 1 and "eval" not in splits:
+            raise PriorkitError(f"{plan.cfg.where('prior.silver.teacher.rounds')}: more than one self-training "
+                                "round needs data.eval to tell whether a round helps")
+        self.plan, self.rounds = plan, t.rounds
+        self.metric = plan.cfg.task.metric or "f1"
+        self.record: dict[str, Any] = {"rounds_asked": t.rounds, "rounds": []}
+        self.teacher: Path | None = _given_teacher(plan) if t.model is not None else None
+        self.best_score: float | None = None
+        self.best_dir: Path | None = None
+        self.summary: dict[str, Any] = {}
+        self._stop = False
+
+    def _judge(self, folder: Path) -> RunPlan | None:
+        """The run that scores the model in ``folder`` on data.eval (None for one round)."""
+        if self.rounds == 1:
+            return None
+        cfg = dataclasses.replace(self.plan.cfg, evaluate=["eval"])
+        p = self.plan
+        return _Sub(cfg, p.prior_name, p.prior, p.fraction, p.seed, folder=folder)
+
+    def __iter__(self) -> Iterator[Step]:
+        plan = self.plan
+        if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
+            sub = _sub(plan, plan.run_dir / TEACHER_DIR, dataclasses.replace(plan.prior, silver=None))
+            yield Step("teacher", sub, None, self._judge(sub.run_dir))
+            self.teacher = sub.run_dir / MODEL_DIR
+        elif self.rounds > 1:
+            yield Step("teacher", None, None, self._judge(self.teacher.parent))
+        for r in range(1, self.rounds + 1):
+            folder = plan.run_dir if r == self.rounds else plan.run_dir / f"round{r}"
+            yield Step("student", _sub(plan, folder, plan.prior), self.teacher, self._judge(folder))
+            if self._stop:
                 break
-            best_score, best_dir = score, folder
-        record["rounds"].append({**entry, "kept": True})
-        teacher = folder / MODEL_DIR
-    if t.rounds > 1 and best_dir is not None and best_dir != plan.run_dir:
-        shutil.rmtree(plan.run_dir / MODEL_DIR, ignore_errors=True)  # the run's model: the best round's
-        shutil.copytree(best_dir / MODEL_DIR, plan.run_dir / MODEL_DIR)
-    elif t.rounds > 1 and best_dir is None:  # no round beat the teacher: the teacher is the run's model
-        shutil.rmtree(plan.run_dir / MODEL_DIR, ignore_errors=True)
-        shutil.copytree(teacher if teacher.name == MODEL_DIR else teacher, plan.run_dir / MODEL_DIR)
-    summary = dict(summary)
-    summary["self_training"] = record
-    write_json(plan.run_dir / RECORD_FILE, record)
-    return summary
+            self.teacher = folder / MODEL_DIR
+
+    def done(self, step: Step, summary: dict[str, Any] | None, scores: dict[str, dict] | None) -> None:
+        """How ``step`` went: its training summary (None: not trained) and its scores (None: not judged)."""
+        score = None if scores is None else float(scores["eval"][self.metric])
+        if step.kind == "teacher":
+            if summary is not None:
+                self.record["teacher"] = {"seconds": summary["seconds"], "steps": summary["steps"]}
+            self.best_score = score
+            return
+        self.summary = summary or {}
+        r = len(self.record["rounds"]) + 1
+        entry: dict[str, Any] = {"round": r, "seconds": self.summary["seconds"]}
+        if score is not None:
+            entry["devel"] = score
+            log.info("[%s] self-training round %d: devel %s %.4f (teacher %.4f)", self.plan.label, r, self.metric,
+                     score, self.best_score)
+            if score <= self.best_score:
+                self.record["rounds"].append({**entry, "kept": False})
+                self._stop = True
+                return
+            self.best_score, self.best_dir = score, step.run.run_dir
+        self.record["rounds"].append({**entry, "kept": True})
+
+    def finish(self) -> dict[str, Any]:
+        """The run's model (the best round's, or the teacher's when no round beat it), the
+        ``self_training`` record; returns the last student's summary with the record."""
+        run_dir = self.plan.run_dir
+        if self.rounds > 1 and self.best_dir is not None and self.best_dir != run_dir:
+            shutil.rmtree(run_dir / MODEL_DIR, ignore_errors=True)  # the run's model: the best round's
+            shutil.copytree(self.best_dir / MODEL_DIR, run_dir / MODEL_DIR)
+        elif self.rounds > 1 and self.best_dir is None:  # no round beat the teacher: the teacher is the run's model
+            shutil.rmtree(run_dir / MODEL_DIR, ignore_errors=True)
+            shutil.copytree(self.teacher, run_dir / MODEL_DIR)
+        summary = dict(self.summary)
+        summary["self_training"] = self.record
+        write_json(run_dir / RECORD_FILE, self.record)
+        return summary

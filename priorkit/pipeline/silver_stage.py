@@ -54,12 +54,15 @@ def check_settings(cfg: PipelineConfig, settings: dict[str, PriorConfig | None],
     task.fit_labels(train.examples)
     for name, prior in settings.items():
         config = resolved_config(prior)
-        if config is None:
-            continue
-        why = type_problem(config, task.labels, "task.labels" if cfg.task.labels else "the tags of data.train")
-        if why:
-            path = _types_path(cfg, name)
-            raise ConfigError(f"{cfg.where(path)}: {path}: {why}")
+        if config is not None:
+            _check_types(cfg, name, config, task.labels)
+
+
+def _check_types(cfg: PipelineConfig, name: str, config: SilverConfig, labels: list[str]) -> None:
+    why = type_problem(config, labels, "task.labels" if cfg.task.labels else "the tags of data.train")
+    if why:
+        path = _types_path(cfg, name)
+        raise ConfigError(f"{cfg.where(path)}: {path}: {why}")
 
 
 def unlabeled_sentences(plan: RunPlan, splits: dict[str, Split]) -> list[list[str]]:
@@ -89,7 +92,7 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
     from ..silver.recipe import silver_rows
     from ..silver.store import SilverStore
 
-    check_settings(plan.cfg, {plan.prior_name: plan.prior}, splits["train"])
+    _check_types(plan.cfg, plan.prior_name, config, task.labels)  # the run's task: fitted on data.train already
     sentences = unlabeled_sentences(plan, splits)
     labeller: Any = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
     if config.teacher is not None:

@@ -71,13 +71,19 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 def train_run(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True,
               callbacks: Sequence[Any] = (), eval_each_epoch: str | None = None) -> dict[str, Any]:
     """Fine-tune one run and save ``model/`` (see :func:`_train_one`); a setting with a silver
-    teacher trains its teacher and student(s) (:mod:`priorkit.pipeline.self_training`)."""
-    from .self_training import needs_teacher, self_train
+    teacher trains its teacher and student(s) in the order its course gives
+    (:class:`priorkit.pipeline.self_training.SelfTraining`: which model next, with which
+    teacher, whether another round follows)."""
+    from .self_training import SelfTraining, needs_teacher
 
-    if needs_teacher(plan):
-        return self_train(plan, splits, _train_one, evaluate_run, resume=resume, callbacks=callbacks,
-                          eval_each_epoch=eval_each_epoch)
-    return _train_one(plan, splits, resume=resume, callbacks=callbacks, eval_each_epoch=eval_each_epoch)
+    kw: dict[str, Any] = {"resume": resume, "callbacks": callbacks, "eval_each_epoch": eval_each_epoch}
+    if not needs_teacher(plan):
+        return _train_one(plan, splits, **kw)
+    course = SelfTraining(plan, splits)
+    for step in course:  # the teacher (unless teacher.model), then each round's student
+        summary = _train_one(step.run, splits, teacher=step.teacher, **kw) if step.run is not None else None
+        course.done(step, summary, evaluate_run(step.judge, splits) if step.judge is not None else None)
+    return course.finish()
 
 
 def _train_one(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True, callbacks: Sequence[Any] = (),
@@ -149,14 +155,7 @@ def _train_one(plan: RunPlan, splits: dict[str, Split], *, resume: bool = True, 
         summary["calibration"] = {k: calibration[k] for k in ("before", "after", "dropped", "threshold")}
     _save_model(plan, trainer, tokenizer, task, summary, inputs=_input_kind(train, task), channels=channels)
 
-    history = trainer.state.log_history
-
-    def write_log() -> None:
-        (plan.run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
-        if not cfg.train.keep_checkpoints:
-            shutil.rmtree(plan.run_dir / "checkpoints", ignore_errors=True)
-
-    ranks.on_main(write_log)
+    ranks.on_main(_write_log, plan.run_dir, trainer.state.log_history, cfg.train.keep_checkpoints)
     del trainer, model
     _release_memory()
     return summary
@@ -187,20 +186,28 @@ def _save_model(plan: RunPlan, trainer: Any, tokenizer: Any, task: Task, summary
     tmp = plan.run_dir / (MODEL_DIR + ".partial")
     ranks.on_main(shutil.rmtree, tmp, ignore_errors=True)
     trainer.save_model(str(tmp))
+    meta = run_metadata(plan, task)
+    meta["train"] = summary
+    ranks.on_main(_finish_model, tmp, final, tokenizer, meta, inputs, channels)
 
-    def finish() -> None:
-        tokenizer.save_pretrained(str(tmp))
-        meta = run_metadata(plan, task)
-        meta["train"] = summary
-        from ..inference.manifest import write_model_files
 
-        # priorkit.json (the prior, each channel's description for load_model, and this record
-        # under "run") and README.md; the channels' weights are in model.safetensors
-        write_model_files(tmp, meta, inputs, channels)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
+# what the main process does for a run (``ranks.on_main``): plain values in, no run plan, so
+# the plan is never handed back up from ranks.py (issue 31, benchmarks/plan_walk.py)
+def _finish_model(tmp: Path, final: Path, tokenizer: Any, meta: dict, inputs: str, channels: Sequence[Any]) -> None:
+    from ..inference.manifest import write_model_files
 
-    ranks.on_main(finish)
+    tokenizer.save_pretrained(str(tmp))
+    # priorkit.json (the prior, each channel's description for load_model, and the run's record
+    # under "run") and README.md; the channels' weights are in model.safetensors
+    write_model_files(tmp, meta, inputs, channels)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+
+
+def _write_log(run_dir: Path, history: list[dict], keep_checkpoints: bool) -> None:
+    (run_dir / "train_log.json").write_text(json.dumps(history, indent=1))
+    if not keep_checkpoints:
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
 
 
 def run_metadata(plan: RunPlan, task: Task) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import yaml
 from ...calibration import CalibrateConfig
 from ...features.config import FeatureConfig
 from ...silver.config import SilverConfig
-from ...spec import PriorSpec, spec_of
+from ...spec import PriorSpec
 from .loader import _convert, _where
 
 
@@ -139,10 +139,8 @@ class PriorConfig(PriorSpec):
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.
     train: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def spec(self) -> PriorSpec:
-        """What this setting builds, as a plain :class:`PriorSpec` (priorkit.json stores it)."""
-        return spec_of(self)
+    # spec(): what this setting builds, as a plain PriorSpec (PriorSpec.spec, in priorkit/spec.py:
+    # the channels call it, and a method of this module would be the pipeline called back)
 
 
 @dataclasses.dataclass

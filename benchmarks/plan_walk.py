@@ -1,0 +1,399 @@
+"""The run plan's way through ``train_run`` (issue 31, "a short way through"): which priorkit
+modules the plan passes through, in order, and how often it climbs back up the layering.
+
+A tiny real run: the first ``--sentences`` BC5CDR train sentences (fraction 0.5: half gold,
+the rest silver text), the embedded MiniLM, the HPO+MeSH ontology with the attention channel
+(concept prior, layer 0, ``bias``), the features channel and silver labels (``weight: auto``,
+so the dictionary is calibrated on the gold subset first), one epoch.  Variants: ``default``
+(recipe ``mix``), ``then-gold`` (silver first, then gold) and ``teacher`` (self-training: a
+teacher trained first, then two rounds of students, each scored on 4 devel sentences).
+``train_run`` is called under ``sys.setprofile``; only calls whose code lives in priorkit
+(``priorkit`` and ``priorkit_plugins``) are kept, module bodies run by a first import are not
+calls.
+
+Definitions (what the numbers count):
+
+* **plan-carrying call**: a call of a priorkit function that receives a ``RunPlan`` as an
+  argument (``self``, positional, keyword, ``*args`` and ``**kwargs`` included) or through a
+  closure cell (a nested function using the plan of the function around it, such as the
+  ``finish`` that ``ranks.on_main`` calls back); any instance counts: the plan ``train_run``
+  got, the plans made from it (calibrated, one-pass, a self-training run's teacher or round),
+  and a property read on it (``plan.run_dir``) is a call of plan.py.
+* **walk**: the modules of the plan-carrying calls under ``train_run`` (the root included),
+  in call order, consecutive repeats merged; **modules**: the distinct modules of the walk.
+* **layer**: the module's place in :data:`LAYERS` (low to high; the order stated in
+  docs/architecture.md, "A run's plan through train_run", and checked here against the
+  import graph: no module imports one of a higher layer); ``priorkit/pipeline/`` has
+  sub-layers (:data:`PIPELINE_LAYERS`), compared after the package's.
+* **climb**: a plan-carrying call made from a module of a lower layer than the callee's
+  module (the caller is the nearest priorkit frame up the stack, so a call through
+  transformers' ``Trainer`` counts from the priorkit code that called the Trainer).  A climb
+  is control handed back up against the import direction: a callback.
+* also reported, not the target: the same for the **plan or a part of it** (its
+  ``PipelineConfig``, ``PriorConfig`` and their dataclass sections, e.g. ``plan.prior.silver``),
+  the walk's **rises** (steps of the walk to a higher layer, returns included), and every
+  upward call of the whole call tree, counted by (caller, callee) module (dispatch through
+  objects handed down: a provider's ``compute``, a channel's ``batch_tensors``).
+
+    .venv/bin/python benchmarks/plan_walk.py [--variant default|then-gold|teacher|all] [--sentences 16]
+                                             [--json docs/results/plan-walk.json] [--before OLD.json]
+
+``--before``: the ``--json`` file of an earlier commit, for a comparison (docs/benchmarks.md
+made one with ``git worktree add /tmp/old COMMIT``, this file copied into it, and
+``PYTHONPATH=/tmp/old`` so that the old priorkit is imported).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: layers, low to high (docs/architecture.md, "A run's plan through train_run"); a module belongs to the entry
+#: naming it or the package holding it (the longest match)
+LAYERS: list[tuple[str, list[str]]] = [
+    ("base", ["priorkit.errors", "priorkit.checksums", "priorkit.jsonfile", "priorkit.output", "priorkit.hookspecs",
+              "priorkit.batch_keys", "priorkit.weights", "priorkit.optim", "priorkit.metrics", "priorkit.stats",
+              "priorkit.task_types", "priorkit.resources", "priorkit.viz", "priorkit.calibration",
+              "priorkit.collator", "priorkit.datasets"]),
+    ("provider", ["priorkit.provider", "priorkit.plugins", "priorkit.spec", "priorkit"]),
+    ("cache", ["priorkit.cache", "priorkit.prior_eval"]),
+    ("align", ["priorkit.align", "priorkit.attention", "priorkit.silver"]),
+    ("knowledge sources", ["priorkit_plugins"]),
+    ("features", ["priorkit.features", "priorkit.aligned_store", "priorkit.precompute"]),
+    ("channels", ["priorkit.channels"]),
+    ("inference", ["priorkit.inference"]),
+    ("pipeline", ["priorkit.pipeline"]),
+    ("tune", ["priorkit.tune"]),
+    ("cli", ["priorkit.cli", "priorkit.commands", "priorkit.__main__"]),
+]
+
+#: priorkit/pipeline/'s sub-layers, low to high (modules not named: the lowest)
+PIPELINE_LAYERS: list[list[str]] = [
+    ["layout", "ranks", "trackers", "loss", "curve", "predictions", "dictionary_recall", "prior_usage"],
+    ["config", ""],  # "" = the package's __init__
+    ["data", "tasks", "selection", "wiring"],
+    ["plan"],
+    ["trainer", "self_training", "calibrate_stage", "dictionary_report", "posthoc", "verdict", "claims"],
+    ["silver_stage"],
+    ["train"],
+    ["steps"],
+    ["sweep"],
+]
+
+
+def layer_of(module: str) -> tuple[int, int]:
+    """(layer, sub-layer) of a dotted module name (ValueError for a module outside the map)."""
+    best, where = -1, None
+    for i, (_, names) in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, where = len(name), i
+    if where is None:
+        raise ValueError(f"{module}: in no layer of LAYERS")
+    sub = 0
+    if module == "priorkit.pipeline" or module.startswith("priorkit.pipeline."):
+        first = module[len("priorkit.pipeline."):].split(".")[0] if module != "priorkit.pipeline" else ""
+        sub = next((j for j, names in enumerate(PIPELINE_LAYERS) if first in names), 0)
+    return where, sub
+
+
+def layer_name(module: str) -> str:
+    i, sub = layer_of(module)
+    return LAYERS[i][0] + (f".{sub}" if LAYERS[i][0] == "pipeline" else "")
+
+
+def short(module: str) -> str:
+    """``priorkit.pipeline.train`` -> ``pipeline/train.py`` (a package's ``__init__``: its folder)."""
+    if module.startswith("priorkit_plugins"):
+        return "plugins/" + "/".join(module.split(".")[1:]) + ".py"
+    parts = module.split(".")[1:]
+    path = ROOT / "priorkit" / Path(*parts) if parts else ROOT / "priorkit"
+    return "/".join(parts) + "/" if path.is_dir() else "/".join(parts) + ".py"
+
+
+def upward_imports() -> list[str]:
+    """Imports from a module to one of a higher layer (none: the map is a layering of the code)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from test_structure import import_graph  # the structure test's import graph (any level)
+    finally:
+        sys.path.pop(0)
+    out = []
+    for module, targets in import_graph().items():
+        for target in targets:
+            if module.startswith(target + "."):
+                continue  # a package's own __init__ (a name read from an enclosing package)
+            if layer_of(target) > layer_of(module):
+                out.append(f"{module} -> {target}")
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------
+# the tracer
+# ---------------------------------------------------------------------------
+_VARARGS, _VARKEYWORDS = 0x04, 0x08
+
+
+@dataclasses.dataclass
+class Call:
+    module: str
+    function: str
+    caller: str | None  # the nearest priorkit frame's module
+    plan: bool  # an argument is a RunPlan
+    part: bool  # an argument is a RunPlan or a part of one
+
+
+class Tracer:
+    """``sys.setprofile`` hook: every call into priorkit code, with its priorkit caller."""
+
+    def __init__(self, plan_type: type) -> None:
+        self.plan_type = plan_type
+        self.calls: list[Call] = []
+        self.stack: list[Any] = []  # priorkit frames now running (innermost last)
+        self.parts: dict[int, Any] = {}  # id -> object: the plans seen and their dataclass parts
+
+    def _add_parts(self, obj: Any) -> None:
+        """``obj`` and its dataclass fields, recursively (walked each time a plan is seen: a
+        plan caught in its own ``__init__`` has no fields yet)."""
+        self.parts[id(obj)] = obj
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name, None)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type) and id(value) not in self.parts:
+                self._add_parts(value)
+
+    def _arguments(self, frame: Any) -> list[Any]:
+        code = frame.f_code
+        n = code.co_argcount + code.co_kwonlyargcount
+        n += bool(code.co_flags & _VARARGS) + bool(code.co_flags & _VARKEYWORDS)
+        local = frame.f_locals
+        out = []
+        for i, name in enumerate(code.co_varnames[:n]):
+            value = local.get(name)
+            if i >= code.co_argcount + code.co_kwonlyargcount and isinstance(value, (tuple, dict)):
+                out += list(value.values()) if isinstance(value, dict) else list(value)
+            else:
+                out.append(value)
+        return out + [local.get(name) for name in code.co_freevars]  # a closure's cells
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            module = frame.f_globals.get("__name__", "")
+            if not module.startswith("priorkit") or frame.f_code.co_name == "<module>":
+                return
+            values = self._arguments(frame)
+            plan = False
+            for v in values:
+                if isinstance(v, self.plan_type):
+                    plan = True
+                    self._add_parts(v)
+            part = plan or any(id(v) in self.parts and self.parts[id(v)] is v for v in values)
+            caller = self.stack[-1].f_globals["__name__"] if self.stack else None
+            name = frame.f_code.co_qualname
+            if "__create_fn__" in name and values:  # a dataclass's generated method
+                name = f"{type(values[0]).__name__}.{frame.f_code.co_name}"
+            self.calls.append(Call(module, name, caller, plan, part))
+            self.stack.append(frame)
+        elif event == "return" and self.stack and self.stack[-1] is frame:
+            self.stack.pop()
+
+
+# ---------------------------------------------------------------------------
+# the counts
+# ---------------------------------------------------------------------------
+def walk_of(calls: list[Call], key: str) -> dict[str, Any]:
+    """The walk, modules, climbs and rises of the calls with ``key`` (``plan`` or ``part``)."""
+    chosen = [c for c in calls if getattr(c, key)]
+    walk: list[dict[str, Any]] = []
+    climbs = []
+    for c in chosen:
+        climb = c.caller is not None and layer_of(c.caller) < layer_of(c.module)
+        if climb:
+            climbs.append(f"{short(c.caller)} -> {short(c.module)} ({c.function})")
+        if walk and walk[-1]["module"] == c.module:
+            if c.function not in walk[-1]["functions"]:
+                walk[-1]["functions"].append(c.function)
+            walk[-1]["climbs"] += climb
+            continue
+        walk.append({"module": c.module, "file": short(c.module), "layer": layer_name(c.module),
+                     "functions": [c.function], "from": short(c.caller) if c.caller else None,
+                     "climbs": int(climb)})
+    rises = sum(layer_of(b["module"]) > layer_of(a["module"]) for a, b in zip(walk, walk[1:]))
+    modules = list(dict.fromkeys(step["file"] for step in walk))
+    return {"modules": len(modules), "module_list": modules, "climbs": len(climbs), "climb_calls": climbs,
+            "rises": rises, "steps": len(walk), "calls": len(chosen), "walk": walk}
+
+
+def upward_edges(calls: list[Call]) -> dict[str, int]:
+    """Every call of the tree from a lower layer to a higher one, by (caller, callee) module."""
+    out: dict[str, int] = {}
+    for c in calls:
+        if c.caller is not None and layer_of(c.caller) < layer_of(c.module):
+            edge = f"{short(c.caller)} -> {short(c.module)}"
+            out[edge] = out.get(edge, 0) + 1
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------
+ONTOLOGY = {"source": "hpo+mesh", "measure": "concept", "within": 1.0, "related": 0.8, "unrelated": 0.5, "hops": 2}
+VARIANTS = ("default", "then-gold", "teacher")
+
+
+def config(out: Path, variant: str, sentences: int) -> dict[str, Any]:
+    silver: dict[str, Any] = {"recipe": "mix", "weight": "auto"}
+    if variant == "then-gold":
+        silver = {"recipe": "then-gold", "silver_epochs": 1}
+    elif variant == "teacher":
+        silver = {"recipe": "mix", "teacher": {"threshold": 0.3, "rounds": 2}}  # teacher, 2 students, each judged
+    return {
+        "name": "plan-walk", "output_dir": str(out),
+        "model": {"max_length": 64},  # null name_or_path: the embedded MiniLM
+        "task": {"type": "token-classification"},
+        "data": {"train": {"source": "bc5cdr", "split": "train", "limit": sentences},
+                 "eval": {"source": "bc5cdr", "split": "devel", "limit": 4}},  # read, not scored
+        "prior": {"name": "walk", "provider": "ontology", "params": ONTOLOGY, "layout": "full", "keys": "strip",
+                  "neutral": 0.5, "within": "known", "cache": None,
+                  "attention": {"layers": [0], "mode": "bias", "options": {"lam": 1.0}},
+                  "features": {"learning_rate": 3e-3}, "silver": silver,
+                  "calibrate": {"threshold": 0.5}},
+        "train": {"epochs": 1, "batch_size": 8, "fraction": 0.5, "subset": "per-seed", "seed": 0, "threads": 2,
+                  "save": "no", "progress": False},
+    }
+
+
+def measure(variant: str, sentences: int) -> dict[str, Any]:
+    import contextlib
+    import io
+
+    from priorkit.pipeline.config import config_from_dict
+    from priorkit.pipeline.data import load_data
+    from priorkit.pipeline.plan import RunPlan, plan_for_run
+    from priorkit.pipeline.train import train_run
+
+    with tempfile.TemporaryDirectory(prefix="plan-walk-") as tmp:
+        cfg = config_from_dict(config(Path(tmp) / "runs", variant, sentences))
+        splits = load_data(cfg)
+        plan = plan_for_run(cfg)
+        tracer = Tracer(RunPlan)
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):  # the calibration's report
+            sys.setprofile(tracer)
+            try:
+                summary = train_run(plan, splits, resume=False)
+            finally:
+                sys.setprofile(None)
+        seconds = time.perf_counter() - t0
+    calls = tracer.calls
+    assert calls and calls[0].function == "train_run", "the trace's root is not train_run"
+    return {
+        "variant": variant,
+        "run": {"sentences": sentences, "gold": summary["examples"], "steps": summary["steps"],
+                "silver_rows": (summary.get("silver") or {}).get("rows"), "seconds_traced": round(seconds, 1)},
+        "priorkit_calls": len(calls),
+        "plan": walk_of(calls, "plan"),
+        # the plan or a part of it: counts and modules (its walk is long)
+        "plan_or_part": {k: v for k, v in walk_of(calls, "part").items() if k != "walk"},
+        "all_modules": len({c.module for c in calls}),
+        "upward_call_edges": upward_edges(calls),
+    }
+
+
+def report(result: dict[str, Any]) -> None:
+    p, q = result["plan"], result["plan_or_part"]
+    print(f"\n== {result['variant']}: {result['run']}")
+    print(f"the plan's walk ({p['calls']} plan-carrying calls, {p['steps']} steps):")
+    for i, step in enumerate(p["walk"], 1):
+        funcs = ", ".join(step["functions"][:4]) + (", ..." if len(step["functions"]) > 4 else "")
+        mark = f"  CLIMB x{step['climbs']}" if step["climbs"] else ""
+        print(f"  {i:2d}. {step['file']:<28} [{step['layer']}] {funcs}{mark}")
+    print(f"  modules: {p['modules']}   climbs: {p['climbs']}   rises: {p['rises']}")
+    for c in p["climb_calls"]:
+        print(f"    climb: {c}")
+    print(f"the plan or a part of it: modules {q['modules']}, climbs {q['climbs']}, rises {q['rises']}")
+    print(f"    {', '.join(q['module_list'])}")
+    print(f"every priorkit call of the tree: {result['priorkit_calls']} calls, {result['all_modules']} modules; "
+          "upward edges (dispatch):")
+    for edge, n in result["upward_call_edges"].items():
+        print(f"    {edge}: {n}")
+
+
+def counts(result: dict[str, Any]) -> dict[str, Any]:
+    p, q = result["plan"], result["plan_or_part"]
+    return {"modules": p["modules"], "climbs": p["climbs"], "rises": p["rises"], "climb_calls": p["climb_calls"],
+            "part_modules": q["modules"], "part_climbs": q["climbs"]}
+
+
+def compare(path: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of an earlier --json file, printed beside these."""
+    old = json.loads(Path(path).read_text())
+    then = {r["variant"]: counts(r) for r in old["results"]}
+    print(f"\nbefore ({path}, {old['date']}) -> now:")
+    for r in results:
+        a, b = then.get(r["variant"]), counts(r)
+        if a is not None:
+            print(f"  {r['variant']:<10} modules {a['modules']} -> {b['modules']}, "
+                  f"climbs {a['climbs']} -> {b['climbs']}; "
+                  f"plan or part: modules {a['part_modules']} -> {b['part_modules']}, "
+                  f"climbs {a['part_climbs']} -> {b['part_climbs']}")
+    return {"file": Path(path).name, "date": old["date"], "counts": then}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variant", choices=[*VARIANTS, "all"], default="all")
+    ap.add_argument("--sentences", type=int, default=16)
+    ap.add_argument("--json", nargs="?", const=str(ROOT / "docs" / "results" / "plan-walk.json"), default=None,
+                    help="write the results here (default path: docs/results/plan-walk.json)")
+    ap.add_argument("--before", default=None,
+                    help="an earlier --json file (say, of a checkout before a change): its counts are printed beside "
+                         "these and kept under 'before'")
+    args = ap.parse_args()
+    import logging
+
+    logging.disable(logging.WARNING)
+    up = upward_imports()
+    print(f"layer map vs the import graph: {len(up)} imports go up" + "".join(f"\n    {u}" for u in up))
+    variants = VARIANTS if args.variant == "all" else (args.variant,)
+    results = []
+    for v in variants:
+        results.append(measure(v, args.sentences))
+        report(results[-1])
+    before = compare(args.before, results) if args.before else None
+    if args.json:
+        import torch
+        import transformers
+
+        out = {
+            "command": "python benchmarks/plan_walk.py" + " ".join([""] + sys.argv[1:]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "targets": {"modules": 12, "climbs": 3},
+            "layers": [{"layer": name, "modules": names} for name, names in LAYERS],
+            "pipeline_layers": PIPELINE_LAYERS,
+            "upward_imports": up,
+            "results": results,
+        }
+        if before is not None:
+            out["before"] = before
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
