@@ -259,6 +259,27 @@ def weak_deltas(res: Results) -> str:
     return deltas_markdown(res.scores(WEAK), WEAK_PAIRS)
 
 
+# issue 32: MPNet at 10%, 10 epochs, lr 1e-4: none and features (one sweep), the attention prior
+# (a later sweep, the same settings and training subsets)
+MPNET = "bc5cdr-curve-mpnet-e10-results.csv"
+MPNET_ATTENTION = "bc5cdr-curve-mpnet-attention-e10-results.csv"
+MPNET_ARMS = ["none", "features", "attention"]
+MPNET_PAIRS = [("features", "none"), ("attention", "none"), ("attention", "features")]
+
+
+def _mpnet_rows(res: Results) -> list[dict[str, Any]]:
+    return res.rows(MPNET) + res.rows(MPNET_ATTENTION)
+
+
+def mpnet_scores(res: Results) -> str:
+    rows = _mpnet_rows(res)
+    return scores_markdown(rows, score_table(rows, "test_f1", scale=100.0), MPNET_ARMS)
+
+
+def mpnet_deltas(res: Results) -> str:
+    return deltas_markdown(score_table(_mpnet_rows(res), "test_f1", scale=100.0), MPNET_PAIRS)
+
+
 GAIN_COLUMNS = ("f1", "precision", "recall", "recall_dict", "recall_other")
 
 
@@ -474,6 +495,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "knowledge-devel-gain": knowledge_devel_gain, "knowledge-gain": knowledge_gain, "weak-gain": weak_gain,
     "knowledge-calibration": knowledge_calibration, "knowledge-recipes": knowledge_recipes,
     "calibration-thresholds": calibration_thresholds,
+    "mpnet-scores": mpnet_scores, "mpnet-deltas": mpnet_deltas,
 }
 
 
