@@ -388,7 +388,9 @@ class OntologyProvider(PriorProvider):
     def _group_table(self) -> tuple[list[str], list[tuple[int, ...]]]:
         if self._groups is None:
             idx = self.index
-            self._groups = concept_groups(idx.data.ids, idx.graph)
+            if idx.groups is None:  # the index may be shared with other providers (saved.load)
+                idx.groups = concept_groups(idx.data.ids, idx.graph)
+            self._groups = idx.groups
         return self._groups
 
     def match_groups(self) -> list[str]:

@@ -13,9 +13,16 @@ is written into an index folder of ``priorkit_plugins._support``:
 Reading it back builds the same objects; nothing in these files can run
 code, so a folder shared with others can at worst hold wrong values (and
 ``_support`` does not read folders that others can write to).
+
+An index already read by this process is shared instead of read again while
+a provider still holds it, and the one read last is kept for the next provider
+(the HPO + MeSH index is a 70 MB JSON file that takes seconds to decode, and one
+pipeline run makes a dozen providers of it).  An index is read-only once built,
+so sharing it changes no result; a rewritten file is read again.
 """
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -41,6 +48,8 @@ class OntologyIndex:
         self.matcher = matcher
         #: the malformed-line warnings of the parse, repeated when loading from the cache
         self.notes = list(notes)
+        #: the concept groups (groups.concept_groups of data and graph), computed on first use
+        self.groups: tuple | None = None
 
 
 def save(index: OntologyIndex, folder: Path) -> None:
@@ -66,8 +75,35 @@ def save(index: OntologyIndex, folder: Path) -> None:
     })
 
 
+#: indexes read by this process that some provider still holds, by folder and file stamps
+_LOADED: weakref.WeakValueDictionary[tuple, OntologyIndex] = weakref.WeakValueDictionary()
+#: the index read last (kept when no provider holds it any more)
+_LAST: list[OntologyIndex] = []
+
+
+def _stamp(folder: Path) -> tuple:
+    """The folder and each file's inode, size and modification time: a rewritten file reads again."""
+    out: list = [str(Path(folder).resolve())]
+    for name in ("arrays.npz", "data.json", _support.DONE_MARKER):
+        st = (Path(folder) / name).stat()
+        out += [st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
 def load(folder: Path) -> OntologyIndex:
-    """Raises OSError/ValueError/KeyError on a damaged folder (the caller rebuilds)."""
+    """Raises OSError/ValueError/KeyError on a damaged folder (the caller rebuilds).
+
+    The same index object when this process already read the unchanged folder and a
+    provider still holds it, or it was the last one read."""
+    stamp = _stamp(folder)
+    index = _LOADED.get(stamp)
+    if index is None:
+        index = _LOADED[stamp] = _read(folder)
+        _LAST[:] = [index]
+    return index
+
+
+def _read(folder: Path) -> OntologyIndex:
     a = _support.load_arrays(folder / "arrays.npz")
     j = _support.load_json(folder / "data.json")
     syns = [Synonym(int(c), t, s, k) for c, t, s, k in
