@@ -121,6 +121,22 @@ def tiny_bert_dir(tmp_path_factory, minilm_path):
     return out
 
 
+@pytest.fixture(scope="session", autouse=True)
+def torch_threads_per_worker():
+    """Under pytest-xdist (scripts/test.sh) each worker takes its share of the cores, so two
+    workers on two cores do not each spin up two torch threads and wait on one another."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+
+        try:
+            cores = len(os.sched_getaffinity(0)) or 1
+        except AttributeError:  # macOS, Windows
+            cores = os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // workers))
+    yield
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny models run fastest on one thread, and do not spin-wait against other jobs."""
