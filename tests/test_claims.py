@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline import claims
+from priorkit.pipeline import claims, claims_knowledge
 from priorkit.pipeline.claims import BLOCKS, MARKER, Results, update_claims
 from priorkit.stats import paired
 
@@ -139,25 +139,25 @@ CALIBRATION_HEAD = ("pipeline,prior,fraction,seed,sentences,threshold,prior_stre
 
 
 def test_the_calibration_table_has_one_row_per_regime_and_seed_and_refuses_runs_that_disagree(tmp_path, monkeypatch):
-    monkeypatch.setattr(claims, "CALIBRATION", "c.csv")
+    monkeypatch.setattr(claims_knowledge, "CALIBRATION", "c.csv")
     row = "bc5cdr-weak,{arm},0.1,1,456,0.5,2.0,6,77.0035,47.8355,59.0120,78.5455,46.7532,58.6160,{w}\n"
     (tmp_path / "c.csv").write_text(CALIBRATION_HEAD + row.format(arm="features", w=",,")
                                     + row.format(arm="silver", w="0.5862,0.4675,yes"))
-    lines = claims.knowledge_calibration(Results(tmp_path)).splitlines()
+    lines = claims_knowledge.knowledge_calibration(Results(tmp_path)).splitlines()
     assert lines[2:] == ["| Disease, HPO alone | 1 | 77.0 / 47.8 / 59.0 | 78.5 / 46.8 / 58.6 | 6 | 0.59 / 0.47 (warned) |"]
     (tmp_path / "c.csv").write_text(CALIBRATION_HEAD + row.format(arm="features", w=",,")
                                     + row.format(arm="silver", w=",,").replace(",6,", ",7,"))
     with pytest.raises(ValueError, match="bc5cdr-weak seed 1 disagree"):
-        claims.knowledge_calibration(Results(tmp_path))
+        claims_knowledge.knowledge_calibration(Results(tmp_path))
 
 
 def test_the_threshold_table_gives_means_and_the_range_over_seeds(tmp_path, monkeypatch):
-    monkeypatch.setattr(claims, "THRESHOLDS", "t.csv")
+    monkeypatch.setattr(claims_knowledge, "THRESHOLDS", "t.csv")
     (tmp_path / "t.csv").write_text("pipeline,fraction,seed,sentences,threshold,prior_strength,dropped,precision,recall,f1\n"
                                     "bc5cdr-knowledge,0.1,0,456,0.0,2.0,0,70.0,70.0,70.0\n"
                                     "bc5cdr-knowledge,0.1,1,456,0.0,2.0,0,72.0,72.0,72.0\n"
                                     "bc5cdr-knowledge,0.1,0,456,0.5,2.0,140,80.0,70.0,74.0\n"
                                     "bc5cdr-knowledge,0.1,1,456,0.5,2.0,150,82.0,70.0,76.0\n")
-    lines = claims.calibration_thresholds(Results(tmp_path)).splitlines()
+    lines = claims_knowledge.calibration_thresholds(Results(tmp_path)).splitlines()
     assert lines[2:] == ["| BC5CDR, HPO + MeSH | - (as it is) | 0 | 71.0 | 71.0 | 71.0 (70.0-72.0) | 2 |",
                          "| BC5CDR, HPO + MeSH | 0.5 | 140-150 | 81.0 | 70.0 | 75.0 (74.0-76.0) | 2 |"]

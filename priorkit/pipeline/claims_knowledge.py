@@ -1,0 +1,164 @@
+"""Claims blocks of issue 30 (knowledge that does not blind: self-training, the weak-dictionary
+regime, recall inside and outside the dictionary, calibration) and issue 32 (MPNet with the
+attention prior); registered in :data:`priorkit.pipeline.claims.BLOCKS`."""
+from __future__ import annotations
+
+import statistics as st
+from typing import Any
+
+from .claims_tables import (MPNET, SILVER, Results, _by_arm, _ci, _fraction, _table, deltas_markdown,
+                            gain_markdown, score_table, scores_markdown)
+
+KNOW = "bc5cdr-knowledge-results.csv"    # issue 30: self-training at 10% (none/features: the curve's runs)
+WEAK = "bc5cdr-weak-results.csv"         # issue 30: the weak-dictionary regime (Disease, HPO alone)
+# issue 30, where the gain comes from (benchmarks/knowledge_report.py; recall inside/outside the dictionary)
+KNOW_DEVEL_GAIN = "bc5cdr-knowledge-devel-dictionary.csv"
+KNOW_GAIN = "bc5cdr-knowledge-selftrain-dictionary.csv"
+WEAK_GAIN = "bc5cdr-weak-dictionary.csv"
+CURVE_ERRORS = "bc5cdr-curve-errors-0.1.json"   # the curve's none/features at 10%, the same definition
+CALIBRATION = "bc5cdr-knowledge-calibration.csv"  # every run's calibration.json (benchmarks/calibration_report.py)
+THRESHOLDS = "bc5cdr-knowledge-calibration-thresholds.csv"  # the same counts at each threshold (same script)
+
+
+# ---- knowledge that does not blind (issue 30) --------------------------------------------------
+KNOW_ARMS = ["none", "features", "self-train"]
+KNOW_PAIRS = [("self-train", "none"), ("self-train", "features"), ("features", "none")]
+WEAK_ARMS = ["none", "features", "silver", "self-train"]
+WEAK_PAIRS = [("features", "none"), ("silver", "none"), ("self-train", "none"), ("self-train", "features")]
+
+
+def knowledge_scores(res: Results) -> str:
+    return scores_markdown(res.rows(KNOW), res.scores(KNOW), KNOW_ARMS)
+
+
+def knowledge_deltas(res: Results) -> str:
+    return deltas_markdown(res.scores(KNOW), KNOW_PAIRS)
+
+
+def weak_scores(res: Results) -> str:
+    return scores_markdown(res.rows(WEAK), res.scores(WEAK), WEAK_ARMS)
+
+
+def weak_deltas(res: Results) -> str:
+    return deltas_markdown(res.scores(WEAK), WEAK_PAIRS)
+
+
+# issue 32: MPNet at 10%, 10 epochs, lr 1e-4: none and features (one sweep), the attention prior
+# (a later sweep, the same settings and training subsets)
+MPNET_ATTENTION = "bc5cdr-curve-mpnet-attention-e10-results.csv"
+MPNET_ARMS = ["none", "features", "attention"]
+MPNET_PAIRS = [("features", "none"), ("attention", "none"), ("attention", "features")]
+
+
+def _mpnet_rows(res: Results) -> list[dict[str, Any]]:
+    return res.rows(MPNET) + res.rows(MPNET_ATTENTION)
+
+
+def mpnet_scores(res: Results) -> str:
+    rows = _mpnet_rows(res)
+    return scores_markdown(rows, score_table(rows, "test_f1", scale=100.0), MPNET_ARMS)
+
+
+def mpnet_deltas(res: Results) -> str:
+    return deltas_markdown(score_table(_mpnet_rows(res), "test_f1", scale=100.0), MPNET_PAIRS)
+
+
+def knowledge_devel_gain(res: Results) -> str:
+    return gain_markdown(_by_arm(res.csv(KNOW_DEVEL_GAIN)))
+
+
+def knowledge_gain(res: Results) -> str:
+    """The test sample: ``none`` and ``features`` from the curve's error profile at 10% (the same
+    runs as the scores table), self-training and the dictionary alone from its own file."""
+    curve = res.json(CURVE_ERRORS)["per_seed"]
+    return gain_markdown([(a, list(curve[a].values())) for a in ("none", "features")] + _by_arm(res.csv(KNOW_GAIN)))
+
+
+def weak_gain(res: Results) -> str:
+    return gain_markdown(_by_arm(res.csv(WEAK_GAIN)))
+
+
+BC5_REGIME, WEAK_REGIME = "BC5CDR, HPO + MeSH", "Disease, HPO alone"
+RECIPE_ROWS = [  # regime, recipe, scores file, arm, (recall file or the curve's errors, its arm)
+    (BC5_REGIME, "none", KNOW, "none", (CURVE_ERRORS, "none")),
+    (BC5_REGIME, "token features", KNOW, "features", (CURVE_ERRORS, "features")),
+    (BC5_REGIME, "silver labels + features (`mix`, weight 1)", SILVER, "silver", None),
+    (BC5_REGIME, "self-training (teacher + calibrated dictionary)", KNOW, "self-train", (KNOW_GAIN, "self-train")),
+    (BC5_REGIME, "dictionary alone", None, None, (KNOW_GAIN, "dictionary alone")),
+    (WEAK_REGIME, "none", WEAK, "none", (WEAK_GAIN, "none")),
+    (WEAK_REGIME, "token features, calibrated", WEAK, "features", (WEAK_GAIN, "features")),
+    (WEAK_REGIME, "silver labels + features (`auto` weights)", WEAK, "silver", (WEAK_GAIN, "silver")),
+    (WEAK_REGIME, "self-training", WEAK, "self-train", (WEAK_GAIN, "self-train")),
+    (WEAK_REGIME, "dictionary alone", None, None, (WEAK_GAIN, "dictionary alone")),
+]
+
+
+def _gain_runs(res: Results, name: str, arm: str) -> list[dict[str, Any]]:
+    if name == CURVE_ERRORS:
+        return list(res.json(name)["per_seed"][arm].values())
+    return [r for r in res.csv(name) if r["prior"] == arm]
+
+
+def knowledge_recipes(res: Results) -> str:
+    """Issue 30 in one table (docs/silver.md, docs/features.md): each recipe's test F1 at 10% gold,
+    its paired Δ against no knowledge, and its recall inside / outside the dictionary."""
+    rows = []
+    for regime, label, name, arm, gain in RECIPE_ROWS:
+        runs = _gain_runs(res, *gain) if gain else []
+        if name is not None:  # a trained arm: its scores file, paired with that file's none
+            s = res.scores(name, fraction=_fraction(name))
+            f1 = f"{st.mean(s[(arm, 0.1)].values()):.2f}"
+            delta = "-" if arm == "none" else _ci(s, arm, "none", 0.1)
+        else:  # the dictionary alone: its row of the recall file
+            f1, delta = f"{st.mean(float(r['f1']) for r in runs):.2f}", "-"
+        recall = (" / ".join(f"{st.mean(float(r[k]) for r in runs):.1f}" for k in ("recall_dict", "recall_other"))
+                  if runs else "-")
+        file = name or gain[0]
+        rows.append([regime, label, f1, delta, recall, f"[{file}](results/{file})"])
+    return _table(["regime (10% gold)", "recipe", "test F1", "Δ vs none [95% CI], seeds ahead",
+                   "recall inside / outside the dictionary", "file"], rows)
+
+
+CALIBRATION_REGIMES = {"bc5cdr-knowledge": BC5_REGIME, "bc5cdr-weak": WEAK_REGIME}
+
+
+def knowledge_calibration(res: Results) -> str:
+    """Per regime and seed, the dictionary's quality on the run's gold subset as it is and
+    calibrated (held-out), the forms dropped, and the silver weights ``auto`` gave (one row for
+    the runs of a regime and seed: their counts are the same, else an error)."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    weights: dict[tuple[str, str], str] = {}
+    for r in res.csv(CALIBRATION):
+        key = (r["pipeline"], r["seed"])
+        row = [CALIBRATION_REGIMES.get(r["pipeline"], r["pipeline"]), r["seed"],
+               " / ".join(f"{float(r[k]):.1f}" for k in ("precision", "recall", "f1")),
+               " / ".join(f"{float(r['calibrated_' + k]):.1f}" for k in ("precision", "recall", "f1")), r["dropped"]]
+        if cells.setdefault(key, row) != row:
+            raise ValueError(f"{CALIBRATION}: the runs of {key[0]} seed {key[1]} disagree on the calibration")
+        if r.get("silver_weight"):
+            weights[key] = (f"{float(r['silver_weight']):.2f} / {float(r['silver_unmatched_weight']):.2f}"
+                            + (" (warned)" if r.get("warning") == "yes" else ""))
+    rows = [[*row, weights.get(key, "-")] for key, row in cells.items()]
+    return _table(["regime", "seed", "dictionary P / R / F1", "calibrated P / R / F1", "forms dropped",
+                   "silver weight / unmatched O (auto)"], rows)
+
+
+def calibration_thresholds(res: Results) -> str:
+    """Per regime and threshold (0: the dictionary as it is), over the seeds: the forms dropped
+    (lowest-highest) and the held-out P, R and F1 (means; F1 also lowest-highest)."""
+    groups: dict[tuple[str, float], list[dict[str, str]]] = {}
+    for r in res.csv(THRESHOLDS):
+        groups.setdefault((r["pipeline"], float(r["threshold"])), []).append(r)
+    rows = []
+    for (pipeline, th), runs in groups.items():
+        dropped = sorted(int(r["dropped"]) for r in runs)
+        f1 = [float(r["f1"]) for r in runs]
+
+        def mean(k: str) -> str:
+            return f"{st.mean(float(r[k]) for r in runs):.1f}"
+
+        rows.append([CALIBRATION_REGIMES.get(pipeline, pipeline), f"{th:g}" if th else "- (as it is)",
+                     f"{dropped[0]}-{dropped[-1]}" if dropped[0] != dropped[-1] else str(dropped[0]),
+                     mean("precision"), mean("recall"), f"{st.mean(f1):.1f} ({min(f1):.1f}-{max(f1):.1f})",
+                     str(len(runs))])
+    return _table(["regime", "threshold", "forms dropped", "P", "R", "F1 (lowest-highest)", "seeds"], rows)
