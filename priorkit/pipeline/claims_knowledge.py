@@ -21,8 +21,9 @@ THRESHOLDS = "bc5cdr-knowledge-calibration-thresholds.csv"  # the same counts at
 
 
 # ---- knowledge that does not blind (issue 30) --------------------------------------------------
-KNOW_ARMS = ["none", "features", "self-train"]
-KNOW_PAIRS = [("self-train", "none"), ("self-train", "features"), ("features", "none")]
+KNOW_ARMS = ["none", "features", "self-train", "self-train-control"]
+KNOW_PAIRS = [("self-train", "none"), ("self-train", "features"), ("self-train", "self-train-control"),
+              ("features", "none")]
 WEAK_ARMS = ["none", "features", "silver", "self-train"]
 WEAK_PAIRS = [("features", "none"), ("silver", "none"), ("self-train", "none"), ("self-train", "features")]
 
