@@ -16,6 +16,7 @@ import torch
 import priorkit
 from priorkit.channels import Channel
 from priorkit.pipeline.loss import task_loss, weighted_loss
+from support.ontologies import TREES
 
 PLUGIN = Path(__file__).resolve().parent / "support" / "plugins" / "match_weight_channel.py"
 
@@ -99,7 +100,8 @@ def test_the_hook_weighs_the_loss_like_a_direct_computation(tagger, silver_batch
         expected = direct(tagger, batch, data * torch.tensor([2.0, 3.0])[:, None] * per_token) + 0.75
         assert torch.allclose(loss, expected, atol=1e-6)
         # the Trainer's count of labelled tokens over accumulated batches replaces this batch's own
-        loss, _ = weighted_loss(tagger, dict(batch), data, num_items=torch.tensor(20))
+        loss, _ = weighted_loss(tagger, {k: v for k, v in batch.items() if k != "label_weights"}, data,  # no loss-only key
+                                num_items=torch.tensor(20))
         assert torch.allclose(loss, direct(tagger, batch, data) * labelled.sum() / 20, atol=1e-6)
     with pytest.raises(priorkit.PriorkitError, match=r"per_example channel's token_loss_weights.*\(3,\)"):
         task_loss(tagger, dict(batch), [PerExample(torch.ones(3))], None)
@@ -158,27 +160,6 @@ def test_the_loss_keys_never_reach_the_model(tagger, silver_batch):
 
 
 # ---- a channel that weighs the loss, from a plug-in file --------------------------
-TREES = """\
-format-version: 1.2
-
-[Term]
-id: MESHCAT:C
-name: Diseases
-
-[Term]
-id: MESHCAT:D
-name: Chemicals
-
-[Term]
-id: MESH:D1
-name: hypotension
-is_a: MESHCAT:C
-
-[Term]
-id: MESH:D2
-name: cocaine
-is_a: MESHCAT:D
-"""
 
 
 def _config(tmp_path, tiny_bert_dir, channels):

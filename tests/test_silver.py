@@ -19,6 +19,7 @@ import torch
 import priorkit
 from priorkit.errors import DataFormatError
 from priorkit.pipeline.config import ConfigError, config_from_dict, load_config
+from support.ontologies import TREES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,27 +124,6 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
 
 
 # ---- the pipeline ----------------------------------------------------------------
-TREES = """\
-format-version: 1.2
-
-[Term]
-id: MESHCAT:C
-name: Diseases
-
-[Term]
-id: MESHCAT:D
-name: Chemicals
-
-[Term]
-id: MESH:D1
-name: hypotension
-is_a: MESHCAT:C
-
-[Term]
-id: MESH:D2
-name: cocaine
-is_a: MESHCAT:D
-"""
 
 
 @pytest.fixture(scope="module")
