@@ -199,6 +199,10 @@ def test_merge_rules_of_teacher_and_dictionary():
     # dictionary first: its entities stay (over the teacher's); the teacher's where they overlap none
     assert merge_labels(teacher, dictionary, "dictionary-first") == \
         "B-Disease ? B-Chemical I-Chemical ? B-Chemical".split()
+    # teacher veto: a dictionary entity only where every word is unknown to the teacher (the
+    # chemical at words 2-3 touches the teacher's confident O at word 3: vetoed, left as it was)
+    assert merge_labels(teacher, dictionary, "teacher-veto") == \
+        "B-Disease I-Disease ? O ? B-Chemical".split()
 
 
 # ---- data and config ----------------------------------------------------------------------

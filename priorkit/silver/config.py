@@ -9,7 +9,7 @@ from typing import Any, Literal, Union
 
 RECIPES = ("mix", "then-gold")
 UNMATCHED = ("O", "ignore")
-MERGES = ("teacher-first", "dictionary-first")
+MERGES = ("teacher-first", "dictionary-first", "teacher-veto")
 
 
 @dataclasses.dataclass
@@ -24,8 +24,10 @@ class TeacherConfig:
     threshold: float = 0.9
     #: how the teacher's confident entities meet the dictionary's matches: "teacher-first" (the
     #: teacher's entities stay; a dictionary entity is added where it overlaps none of them) or
-    #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none).
-    merge: Literal["teacher-first", "dictionary-first"] = "teacher-first"
+    #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none)
+    #: or "teacher-veto" (as teacher-first, but a dictionary entity only where every word of it is
+    #: unknown to the teacher: a confident O vetoes the match).
+    merge: Literal["teacher-first", "dictionary-first", "teacher-veto"] = "teacher-first"
     #: whether the dictionary's matches take part at all (false: the teacher's labels alone).
     dictionary: bool = True
     #: self-training rounds (1-3): each round's student labels the text for the next one; the

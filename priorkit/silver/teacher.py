@@ -9,7 +9,10 @@ the two sets of entities meet by a stated rule:
 * ``teacher-first``: the teacher's confident entities stay; a dictionary entity is added where
   it overlaps none of them (its words were confident ``O`` or unknown);
 * ``dictionary-first``: the dictionary's entities stay; a confident teacher entity is added
-  where it overlaps none of them.
+  where it overlaps none of them;
+* ``teacher-veto``: the teacher's confident entities stay; a dictionary entity is added only
+  where every word of it is unknown to the teacher (a confident ``O`` vetoes the match, so the
+  dictionary's false positives that the teacher has learned to reject stay out of the labels).
 
 The labeller has the interface of :class:`~priorkit.silver.label.Labeller` (``fingerprint``,
 ``tags``, ``tags_many``), so the silver store keeps its labels like a dictionary's: keyed by
@@ -49,10 +52,12 @@ def merge_labels(teacher: Sequence[str], dictionary: Sequence[str], rule: str) -
     """One word list of tags from the teacher's (with ``?``) and the dictionary's (see the module
     doc).  A teacher entity that loses to a dictionary entity becomes unknown (``?``) whole."""
     t_ents, d_ents = spans(teacher), spans(dictionary)
-    first, second = (t_ents, d_ents) if rule == "teacher-first" else (d_ents, t_ents)
+    first, second = (d_ents, t_ents) if rule == "dictionary-first" else (t_ents, d_ents)
     taken = np.zeros(len(teacher) + 1, dtype=bool)
     for s, e, _ in first:
         taken[s:e] = True
+    if rule == "teacher-veto":  # a confident O takes its word too
+        taken[:len(teacher)] |= np.array([t == "O" for t in teacher], dtype=bool)
     out = list(teacher)
     write = list(first) if rule == "dictionary-first" else []
     for s, e, t in second:
