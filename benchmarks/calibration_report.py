@@ -72,7 +72,8 @@ def threshold_rows(pipeline: str, seeds: list[int], thresholds: list[float]) -> 
         done.add(plan.seed)
         gold = [train.examples[i] for i in plan.train_indices(len(train))]
         provider = priorkit.get_provider(prior.provider, **(prior.params or {}))
-        cal = calibrate(provider, gold, _types(plan, labels), prior.calibrate.prior_strength)
+        cal = calibrate(provider, gold, _types(plan, labels), prior.calibrate.prior_strength,
+                        branches=prior.calibrate.branches)
         for th in thresholds:
             q = cal.quality(th or None)
             rows.append({"pipeline": cfg.name, "fraction": plan.fraction, "seed": plan.seed, "sentences": len(gold),

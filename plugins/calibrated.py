@@ -5,7 +5,9 @@ that the gold labels showed to be wrong too often (priorkit/calibration.py, docs
                           drop=[["ca", "mesh:D"], ["*", "hpo"]])
 
 ``drop`` lists ``[form, group]`` pairs: a match of ``group`` whose words, lower-cased and
-joined by one space, are ``form`` is left out; ``["*", group]`` leaves out the whole group.
+joined by one space, are ``form`` is left out; ``["*", group]`` leaves out the whole group and
+``["*", group, branch]`` the matches of that branch (the inner provider's ``match_branch``).
+``keep`` lists ``[form, group]`` pairs kept although their group or branch is dropped.
 Pair values and phrase segments are the inner provider's.  The fingerprint holds the inner
 provider's and the drop list, so silver labels and caches of another calibration never mix.
 """
@@ -30,8 +32,8 @@ class CalibratedProvider(PriorProvider):
     version = "1"
 
     def __init__(self, provider: Any = None, params: Mapping[str, Any] | None = None,
-                 drop: Sequence[Sequence[str]] = ()) -> None:
-        self.check_params({"provider": provider, "params": params, "drop": drop})
+                 drop: Sequence[Sequence[str]] = (), keep: Sequence[Sequence[str]] = ()) -> None:
+        self.check_params({"provider": provider, "params": params, "drop": drop, "keep": keep})
         if isinstance(provider, str):
             inner = priorkit.get_provider(provider, **dict(params or {}))
         else:
@@ -39,11 +41,15 @@ class CalibratedProvider(PriorProvider):
         if not inner.supports_matches:
             raise PriorkitError(f"calibrated: provider {inner.name!r} has no concept matches to calibrate; "
                                 "wrap one that implements matches(), e.g. ontology")
-        pairs = sorted({(str(f), str(g)) for f, g in drop})
-        super().__init__(provider=inner, drop=[list(p) for p in pairs])
+        entries = sorted({tuple(str(x) for x in d) for d in drop})
+        kept = sorted({(str(f), str(g)) for f, g in keep})
+        extra = {"keep": [list(k) for k in kept]} if kept else {}  # old fingerprints hold without keep
+        super().__init__(provider=inner, drop=[list(p) for p in entries], **extra)
         self.inner = inner
-        self.drop = set(pairs)
-        self.drop_groups = {g for f, g in pairs if f == "*"}
+        self.drop = {d for d in entries if len(d) == 2}
+        self.drop_groups = {g for f, g in self.drop if f == "*"}
+        self.drop_branches = {(d[1], d[2]) for d in entries if len(d) == 3}
+        self.keep = set(kept)
 
     @staticmethod
     def check_params(params: Mapping[str, Any]) -> None:
@@ -55,8 +61,13 @@ class CalibratedProvider(PriorProvider):
         if inner_params is not None and not isinstance(inner_params, Mapping):
             raise PriorkitError(f"calibrated: params.params must be a mapping, got {inner_params!r}")
         for item in params.get("drop") or ():
+            if isinstance(item, str) or len(item) not in (2, 3) or not all(isinstance(x, str) for x in item) \
+                    or (len(item) == 3 and item[0] != "*"):
+                raise PriorkitError(f"calibrated: each drop entry is [form, group] or [\"*\", group, branch] "
+                                    f"(strings), got {item!r}")
+        for item in params.get("keep") or ():
             if isinstance(item, str) or len(item) != 2 or not all(isinstance(x, str) for x in item):
-                raise PriorkitError(f"calibrated: each drop entry is [form, group] (two strings), got {item!r}")
+                raise PriorkitError(f"calibrated: each keep entry is [form, group] (two strings), got {item!r}")
 
     def load(self) -> None:
         self.inner.ensure_loaded()
@@ -70,10 +81,15 @@ class CalibratedProvider(PriorProvider):
     def compute_matches(self, words: Sequence[str]) -> list[Match]:
         out = []
         for m in self.inner.matches(words):
-            if m.group in self.drop_groups or (form_of(words, m.start, m.end), m.group) in self.drop:
+            key = (form_of(words, m.start, m.end), m.group)
+            if key not in self.keep and (m.group in self.drop_groups or key in self.drop or (
+                    self.drop_branches and (m.group, self.inner.match_branch(m)) in self.drop_branches)):
                 continue
             out.append(m)
         return out
+
+    def match_branch(self, match: Match) -> str:
+        return self.inner.match_branch(match)
 
     def compute(self, left: Sequence[str], right: Sequence[str]) -> np.ndarray:
         return self.inner.similarity(left, right)

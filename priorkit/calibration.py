@@ -8,6 +8,16 @@ that the gold never shows keeps its group's estimate::
 
     p(form) = (hits + k * p(group)) / (n + k)          k = ``prior_strength``
 
+With ``branches`` on, a form is smoothed towards its *branch* instead, and the branch towards
+its group: the provider's :meth:`~priorkit.provider.PriorProvider.match_branch` (an ontology's
+level-2 concepts: MeSH's "Enzymes and Coenzymes" under tree D, HPO's "Clinical modifier"), so
+a form the gold never shows inherits what the gold says of its neighbours::
+
+    p(branch) = (hits_b + k * p(group)) / (n_b + k)      p(form) = (hits + k * p(branch)) / (n + k)
+
+A branch below ``threshold`` is dropped whole (``["*", group, branch]``), except its forms
+the gold shows right often enough (the ``keep`` list).
+
 Forms below ``threshold`` are dropped: the ``calibrated`` provider (plugins/calibrated.py)
 wraps the dictionary without them, and token features, silver labels and the post-hoc merge
 all read that provider.  The same counts give the dictionary's quality against the gold
@@ -40,6 +50,10 @@ class CalibrateConfig:
     #: group -> entity type; null: the silver labels' map (BC5CDR's by default), restricted to
     #: the groups whose type the task has (the others are left as they are).
     types: dict[str, str] | None = None
+    #: smooth each form towards its branch (the provider's ``match_branch``: an ontology's
+    #: level-2 concepts), the branch towards its group, and drop whole branches below the
+    #: threshold (but the forms the gold shows right); false: forms towards their group only.
+    branches: bool = False
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -49,6 +63,8 @@ class CalibrateConfig:
             out.append(("prior_strength", f"must be >= 0, got {self.prior_strength!r}"))
         if self.types is not None and not self.types:
             out.append(("types", "is empty; map at least one group to an entity type, or leave it null"))
+        if not isinstance(self.branches, bool):
+            out.append(("branches", f"must be true or false, got {self.branches!r}"))
         return out
 
 
@@ -71,14 +87,19 @@ def gold_spans(tags: Sequence[str]) -> set[Span]:
 
 def typed_matches(matches: Iterable[Any], types: Mapping[str, str]) -> dict[tuple[int, int], str]:
     """Each matched span's group: the first of its groups in the type map's order (others ignored)."""
+    return {span: m.group for span, m in typed_match_objects(matches, types).items()}
+
+
+def typed_match_objects(matches: Iterable[Any], types: Mapping[str, str]) -> dict[tuple[int, int], Any]:
+    """Each matched span's match of the first of its groups in the type map's order."""
     rank = {g: i for i, g in enumerate(types)}
-    best: dict[tuple[int, int], str] = {}
+    best: dict[tuple[int, int], Any] = {}
     for m in matches:
         if m.group not in rank:
             continue
         span = (m.start, m.end)
-        if span not in best or rank[m.group] < rank[best[span]]:
-            best[span] = m.group
+        if span not in best or rank[m.group] < rank[best[span].group]:
+            best[span] = m
     return best
 
 
@@ -116,9 +137,11 @@ class Calibration:
     groups: dict[str, list[int]]
     #: gold entities per type
     gold: dict[str, int]
-    #: per gold sentence, its typed matches as (form, group, hit)
-    records: list[list[tuple[str, str, int]]]
+    #: per gold sentence, its typed matches as (form, group, branch, hit); branch "" when off
+    records: list[list[tuple[str, str, str, int]]]
     prior_strength: float = 2.0
+    #: (group, branch) -> [hits, matches] (empty with branches off)
+    branches: dict[tuple[str, str], list[int]] = dataclasses.field(default_factory=dict)
 
     @property
     def sentences(self) -> int:
@@ -130,19 +153,57 @@ class Calibration:
         # a group the gold never shows: Laplace's rule (1/2), not a guess of 0 or 1
         return (hits + 1.0) / (n + 2.0)
 
-    def precision(self, form: str, group: str) -> float:
-        """The smoothed precision of a surface form of ``group`` (its group's when never seen)."""
-        hits, n = self.forms.get((form, group), (0, 0))
+    def branch_precision(self, group: str, branch: str) -> float:
+        """A branch's precision smoothed towards its group's (the group's with branches off)."""
+        if not branch:
+            return self.group_precision(group)
+        hits, n = self.branches.get((group, branch), (0, 0))
         k = self.prior_strength
         return (hits + k * self.group_precision(group)) / (n + k)
 
-    def dropped(self, threshold: float) -> list[tuple[str, str]]:
-        """The (form, group) pairs whose precision is below ``threshold``, sorted.  Only forms
-        the gold shows can fall below it alone; a whole group below it is dropped as ``*``."""
-        out = sorted((f, g) for (f, g) in self.forms if self.precision(f, g) < threshold)
+    def precision(self, form: str, group: str, branch: str = "") -> float:
+        """The smoothed precision of a surface form of ``group`` (its branch's, or its group's
+        with branches off, when never seen).  A form seen in several branches is smoothed
+        towards the branch it was seen in most."""
+        hits, n = self.forms.get((form, group), (0, 0))
+        if n and not branch:
+            branch = self._form_branch.get((form, group), "")
+        k = self.prior_strength
+        return (hits + k * self.branch_precision(group, branch)) / (n + k)
+
+    @property
+    def _form_branch(self) -> dict[tuple[str, str], str]:
+        if not hasattr(self, "_fb"):
+            seen: dict[tuple[str, str], Counter] = {}
+            for row in self.records:
+                for form, group, branch, _ in row:
+                    seen.setdefault((form, group), Counter())[branch] += 1
+            self._fb = {key: c.most_common(1)[0][0] for key, c in seen.items()}
+        return self._fb
+
+    def dropped(self, threshold: float) -> list[tuple[str, ...]]:
+        """What falls below ``threshold``, sorted: ``(form, group)`` pairs (only forms the gold
+        shows can fall below it alone), ``("*", group)`` for a whole group and, with branches
+        on, ``("*", group, branch)`` for a whole branch (see :meth:`kept`)."""
+        out: list[tuple[str, ...]] = sorted((f, g) for (f, g) in self.forms if self.precision(f, g) < threshold)
         out += sorted(("*", g) for g in self.groups if self.group_precision(g) < threshold
                       and self.groups[g][1] > 0)
+        out += sorted(("*", g, b) for (g, b), (_, n) in self.branches.items()
+                      if n > 0 and self.branch_precision(g, b) < threshold)
         return out
+
+    def kept(self, threshold: float) -> list[tuple[str, str]]:
+        """The (form, group) pairs the gold shows at ``threshold`` or above inside a dropped
+        branch: kept although their branch goes (the ``calibrated`` provider's ``keep``)."""
+        low = {(g, b) for (g, b), (_, n) in self.branches.items()
+               if n > 0 and self.branch_precision(g, b) < threshold}
+        return sorted((f, g) for (f, g) in self.forms
+                      if (g, self._form_branch.get((f, g), "")) in low and self.precision(f, g) >= threshold)
+
+    def _keeps(self, form: str, group: str, branch: str, drop: tuple[set, set, set], keep: set) -> bool:
+        if (form, group) in keep:
+            return True
+        return not ((form, group) in drop[0] or group in drop[1] or (group, branch) in drop[2])
 
     # ---- quality --------------------------------------------------------------------
     def quality(self, threshold: float | None = None, by_type: bool = False) -> Any:
@@ -156,14 +217,15 @@ class Calibration:
         folds = FOLDS if threshold is not None and len(self.records) >= FOLDS else 1
         for k in range(folds):
             if threshold is None:
-                keep = None
+                rule = None
             else:
                 rest = self if folds == 1 else self.without_fold(k, folds)
-                drop = set(rest.dropped(threshold))
-                keep = (drop, {g for f, g in drop if f == "*"})
+                dropped = rest.dropped(threshold)
+                rule = ({d for d in dropped if len(d) == 2}, {d[1] for d in dropped if len(d) == 2 and d[0] == "*"},
+                        {(d[1], d[2]) for d in dropped if len(d) == 3}), set(rest.kept(threshold))
             for i in range(k, len(self.records), folds):
-                for form, group, hit in self.records[i]:
-                    if keep is not None and ((form, group) in keep[0] or group in keep[1]):
+                for form, group, branch, hit in self.records[i]:
+                    if rule is not None and not self._keeps(form, group, branch, *rule):
                         continue
                     t = self.types[group]
                     correct[t] += hit
@@ -176,7 +238,7 @@ class Calibration:
     def without_fold(self, k: int, folds: int) -> "Calibration":
         """The counts of every sentence but those of fold ``k`` (sentence i is in fold i % folds)."""
         kept = [r for i, r in enumerate(self.records) if i % folds != k]
-        return _counted(self.types, kept, self.gold, self.prior_strength)
+        return _counted(self.types, kept, self.gold, self.prior_strength, bool(self.branches))
 
     def silver_weight(self, threshold: float | None = None) -> float:
         """The default loss weight of silver tokens: the dictionary's estimated F1 against the
@@ -199,15 +261,18 @@ class Calibration:
         q0, q1 = self.quality(None), self.quality(threshold)
         return {"sentences": self.sentences, "threshold": threshold, "prior_strength": self.prior_strength,
                 "dropped": len(self.dropped(threshold)) if threshold is not None else 0,
+                "branches_dropped": ([list(d[1:]) for d in self.dropped(threshold) if len(d) == 3]
+                                     if threshold is not None else []),
                 "before": dataclasses.asdict(q0), "after": dataclasses.asdict(q1),
                 "groups": {g: {"hits": h, "matches": n, "precision": round(self.group_precision(g), 4)}
                            for g, (h, n) in sorted(self.groups.items())}}
 
 
 def calibrate(provider: Any, examples: Sequence[Mapping[str, Any]], types: Mapping[str, str],
-              prior_strength: float = 2.0) -> Calibration:
+              prior_strength: float = 2.0, branches: bool = False) -> Calibration:
     """Count ``provider``'s matches in tagged ``examples`` (``{"words", "tags"}``) against their
-    gold entities, each match an entity of ``types[group]``."""
+    gold entities, each match an entity of ``types[group]``; ``branches``: also per branch
+    (the provider's ``match_branch``; see the module doc)."""
     if not examples:
         raise PriorkitError("calibration needs gold sentences, and the run's gold subset is empty; "
                             "set prior.calibrate: null, or train on a fraction > 0")
@@ -222,19 +287,24 @@ def calibrate(provider: Any, examples: Sequence[Mapping[str, Any]], types: Mappi
         words, tags = list(e["words"]), list(e["tags"])
         truth = gold_spans(tags)
         gold.update(t for _, _, t in truth)
-        records.append([(form_of(words, s, end), group, int((s, end, types[group]) in truth))
-                        for (s, end), group in typed_matches(provider.matches(words), types).items()])
-    return _counted(types, records, dict(gold), float(prior_strength))
+        records.append([(form_of(words, s, end), m.group, provider.match_branch(m) if branches else "",
+                         int((s, end, types[m.group]) in truth))
+                        for (s, end), m in typed_match_objects(provider.matches(words), types).items()])
+    return _counted(types, records, dict(gold), float(prior_strength), branches)
 
 
-def _counted(types: dict[str, str], records: list[list[tuple[str, str, int]]], gold: dict[str, int],
-             prior_strength: float) -> Calibration:
+def _counted(types: dict[str, str], records: list[list[tuple[str, str, str, int]]], gold: dict[str, int],
+             prior_strength: float, branches: bool = False) -> Calibration:
     forms: dict[tuple[str, str], list[int]] = {}
     groups: dict[str, list[int]] = {}
+    by_branch: dict[tuple[str, str], list[int]] = {}
     for row in records:
-        for form, group, hit in row:
-            for table, key in ((forms, (form, group)), (groups, group)):
+        for form, group, branch, hit in row:
+            tables = [(forms, (form, group)), (groups, group)]
+            if branches and branch:
+                tables.append((by_branch, (group, branch)))
+            for table, key in tables:
                 cell = table.setdefault(key, [0, 0])
                 cell[0] += hit
                 cell[1] += 1
-    return Calibration(types, forms, groups, gold, records, prior_strength)
+    return Calibration(types, forms, groups, gold, records, prior_strength, by_branch)

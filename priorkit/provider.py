@@ -138,6 +138,13 @@ class PriorProvider:
         """Every group ``compute_matches`` can emit, in a fixed order (the feature width)."""
         return []
 
+    def match_branch(self, match: Match) -> str:
+        """The branch of a match inside its group, finer than the group (an ontology: the
+        level-2 concepts above the match's concepts, e.g. MeSH's "Enzymes and Coenzymes" under
+        tree D), for calibration by branch (``prior.calibrate.branches``); '' when the provider
+        has no such level (the default)."""
+        return ""
+
     def data_checksum(self) -> str:
         """A checksum of the data files the values depend on ('' if none)."""
         return ""

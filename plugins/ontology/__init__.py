@@ -34,7 +34,7 @@ from .. import _support
 from . import saved
 from .concept import CONCEPT_DEFAULTS, SOURCES, concept_params, relation_values, source_names, source_paths
 from .graph import IC_METHODS, MEASURES, ConceptGraph
-from .groups import concept_groups, group_matches, subset_under
+from .groups import concept_branch, concept_groups, group_matches, subset_under
 from . import rules as _rules
 from .loading import FORMATS, default_path, detect_format, file_checksum, load_ontology  # noqa: F401
 from .match import DEFAULT_STOP_WORDS, ConceptMatcher, Mention
@@ -147,6 +147,7 @@ class OntologyProvider(PriorProvider):
         self.load_seconds: float | None = None
         self.loaded_from_cache = False
         self._groups: tuple[list[str], list[tuple[int, ...]]] | None = None
+        self._branches: dict[tuple[str, ...], str] = {}
 
     # ---- data -------------------------------------------------------------
     def _paths(self) -> list[Path]:
@@ -396,6 +397,16 @@ class OntologyProvider(PriorProvider):
     def match_groups(self) -> list[str]:
         """The top-level roots of the is-a graph, named short (``hpo``, ``mesh:C``, ``mesh:D``)."""
         return list(self._group_table()[0])
+
+    def match_branch(self, match: Match) -> str:
+        """The level-2 concepts above the match's concepts (``groups.concept_branch``), joined
+        by ``+``: e.g. ``MESH:D045762`` (Enzymes and Coenzymes) for "enzyme"; '' for none."""
+        key = tuple(match.concept_ids)
+        if key not in self._branches:
+            data, graph = self.index.data, self.index.graph
+            found = sorted({b for c in key for b in concept_branch(graph, data.ids, data.index(c))})
+            self._branches[key] = "+".join(found)
+        return self._branches[key]
 
     def compute_matches(self, words: Sequence[str]) -> list[Match]:
         """:meth:`recognise`'s mentions with their groups: a mention whose concepts lie under

@@ -75,6 +75,14 @@ def group_matches(found: Sequence[tuple[int, int, Sequence[int]]], ids: Sequence
     return out
 
 
+def concept_branch(graph: ConceptGraph, ids: Sequence[str], concept: int) -> tuple[str, ...]:
+    """The level-2 concepts above ``concept`` (itself included; level 1 is a top concept of the
+    file, e.g. MeSH's tree D, so level 2 is e.g. "Enzymes and Coenzymes"), as sorted ids."""
+    level = graph.depth - (1 if graph.virtual_root else 0)
+    anc = graph.anc_idx[graph.anc_ptr[concept]:graph.anc_ptr[concept + 1]]
+    return tuple(sorted(ids[a] for a in anc.tolist() if a < graph.n_concepts and level[a] == 2))
+
+
 def subset_under(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
     """Only the concepts under ``roots`` (inclusive), e.g. HPO's HP:0000118."""
     missing = [r for r in roots if r not in data.ids and r not in data.alt_ids]

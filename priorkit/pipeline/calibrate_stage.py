@@ -71,13 +71,17 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
         raise ConfigError(f"{where}: no group of the type map names an entity type of the task "
                           f"({', '.join(task_labels)}); set prior.calibrate.types")
     c = prior.calibrate
-    cal: Calibration = calibrate(provider, gold, types, c.prior_strength if c else 2.0)
+    cal: Calibration = calibrate(provider, gold, types, c.prior_strength if c else 2.0,
+                                 branches=bool(c and c.branches))
     threshold = c.threshold if c is not None and c.threshold > 0 else None
     drop = cal.dropped(threshold) if threshold is not None else []
+    keep = cal.kept(threshold) if threshold is not None else []
     record = cal.to_dict(threshold)
     changes: dict[str, Any] = {}
     if drop:
         wrapped = {"provider": prior.provider, "params": dict(prior.params or {}), "drop": [list(d) for d in drop]}
+        if keep:
+            wrapped["keep"] = [list(k) for k in keep]
         for name in ("features", "silver"):
             section = getattr(prior, name)
             if _is_dictionary(section, prior):

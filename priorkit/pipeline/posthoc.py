@@ -69,16 +69,17 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
     return render(kept, len(model))
 
 
-def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = ()
-                    ) -> list[list[str]]:
-    """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``:
-    the (form, group) pairs a calibration left out (the ``calibrated`` provider)."""
+def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = (),
+                    keep: Sequence[Sequence[str]] = ()) -> list[list[str]]:
+    """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``
+    and ``keep``: what a calibration left out and kept (the ``calibrated`` provider)."""
     import priorkit
     from ..silver.label import BC5CDR_TYPES, group_entities
 
     provider = priorkit.get_provider(arm.provider, **arm.params)
     if drop:
-        provider = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop])
+        provider = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop],
+                                         keep=[list(k) for k in keep])
     types = arm.types if arm.types is not None else BC5CDR_TYPES
     return [group_entities(provider.matches(list(e["words"])), len(e["words"]), types) for e in examples]
 
@@ -129,10 +130,11 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
                     raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
                                         f"sentences of split {split!r}; score the run again (--force)")
-                drop = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ()
-                if (split, tuple(drop)) not in matched:
-                    matched[(split, tuple(drop))] = dictionary_tags(arm, examples, drop)
-                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[(split, tuple(drop))])]
+                drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
+                which = (split, tuple(drop), tuple(keep))
+                if which not in matched:
+                    matched[which] = dictionary_tags(arm, examples, drop, keep)
+                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[which])]
                 scores[split] = {**ner_metrics(gold, tags[split]), "examples": float(len(examples))}
             for split, merged in tags.items():
                 write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
@@ -142,8 +144,9 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 
 
-def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> list[tuple[str, str]]:
-    """The forms a calibration on the run's gold subset leaves out of the merged dictionary."""
+def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> tuple[list[tuple[str, ...]], list[tuple[str, str]]]:
+    """What a calibration on the run's gold subset leaves out of the merged dictionary, and the
+    forms it keeps inside a dropped branch."""
     import priorkit
 
     from ..calibration import calibrate
@@ -153,8 +156,8 @@ def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> list[tuple[str, st
     gold = [train.examples[i] for i in plan.train_indices(len(train))]
     types = task_types(arm.calibrate.types or arm.types or BC5CDR_TYPES, (t for e in gold for t in e["tags"]))
     c = arm.calibrate
-    cal = calibrate(priorkit.get_provider(arm.provider, **arm.params), gold, types, c.prior_strength)
-    return cal.dropped(c.threshold) if c.threshold > 0 else []
+    cal = calibrate(priorkit.get_provider(arm.provider, **arm.params), gold, types, c.prior_strength, c.branches)
+    return (cal.dropped(c.threshold), cal.kept(c.threshold)) if c.threshold > 0 else ([], [])
 
 
 def _metrics(cfg: PipelineConfig, plan: RunPlan, arm: PosthocConfig, base: dict, key: str,
