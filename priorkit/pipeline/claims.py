@@ -16,7 +16,8 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``weak-gain`` (where the gain comes from: recall inside and outside the dictionary) and
 ``knowledge-calibration`` (the dictionary's quality per run, as it is and calibrated),
 ``knowledge-recipes`` (every recipe of both regimes in one table, for silver.md and features.md),
-``calibration-thresholds`` (the dictionary's calibrated quality at each threshold).
+``calibration-thresholds`` (the dictionary's calibrated quality at each threshold),
+``branch-scores`` / ``branch-deltas`` / ``branch-gain`` (calibration by branch on the test sample).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import claims_knowledge as knowledge
-from .claims_knowledge import KNOW, WEAK
+from .claims_knowledge import KNOW, KNOW_BRANCH, WEAK
 from .claims_tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
                             score_table, scores_markdown)
@@ -134,6 +135,7 @@ README_ROWS = [  # task, file, fraction, arm, label
     (BC5, ARMS, 0.1, "attention", "concept attention prior (fair arms)"),
     (BC5, SILVER, 0.1, "silver", "silver labels + token features"),
     (BC5, KNOW, 0.1, "self-train", "self-training: teacher + calibrated dictionary labels"),
+    (BC5, KNOW_BRANCH, 0.1, "st-branch", "self-training, dictionary calibrated by branch"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "features", "token features, calibrated"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "silver", "silver labels, default (auto) weights"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "self-train", "self-training"),
@@ -219,6 +221,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "knowledge-calibration": knowledge.knowledge_calibration, "knowledge-recipes": knowledge.knowledge_recipes,
     "calibration-thresholds": knowledge.calibration_thresholds,
     "mpnet-scores": knowledge.mpnet_scores, "mpnet-deltas": knowledge.mpnet_deltas,
+    "branch-scores": knowledge.branch_scores, "branch-deltas": knowledge.branch_deltas,
+    "branch-gain": knowledge.branch_gain,
 }
 
 

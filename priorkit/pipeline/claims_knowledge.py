@@ -36,6 +36,30 @@ def knowledge_deltas(res: Results) -> str:
     return deltas_markdown(res.scores(KNOW), KNOW_PAIRS)
 
 
+# issue 30, calibration by branch (prior.calibrate.branches) on the test sample: its own file holds
+# the new arms and, copied with their source, none / features / self-train / its control at 10%
+KNOW_BRANCH = "bc5cdr-knowledge-branch-results.csv"
+KNOW_BRANCH_GAIN = "bc5cdr-knowledge-branch-dictionary.csv"
+BRANCH_ARMS = ["none", "features", "features-branch", "self-train", "st-branch"]
+BRANCH_PAIRS = [("st-branch", "self-train"), ("st-branch", "none"), ("st-branch", "features"),
+                ("st-branch", "self-train-control"), ("features-branch", "features")]
+
+
+def branch_scores(res: Results) -> str:
+    return scores_markdown(res.rows(KNOW_BRANCH), res.scores(KNOW_BRANCH), BRANCH_ARMS)
+
+
+def branch_deltas(res: Results) -> str:
+    return deltas_markdown(res.scores(KNOW_BRANCH), BRANCH_PAIRS)
+
+
+def branch_gain(res: Results) -> str:
+    """Recall inside / outside the dictionary of the branch-calibrated arms (their own report),
+    beside self-training's and the dictionary alone (the earlier report, the same definition)."""
+    earlier = [g for g in _by_arm(res.csv(KNOW_GAIN)) if g[0] == "self-train"]
+    return gain_markdown(earlier + _by_arm(res.csv(KNOW_BRANCH_GAIN)))
+
+
 def weak_scores(res: Results) -> str:
     return scores_markdown(res.rows(WEAK), res.scores(WEAK), WEAK_ARMS)
 
@@ -85,6 +109,7 @@ RECIPE_ROWS = [  # regime, recipe, scores file, arm, (recall file or the curve's
     (BC5_REGIME, "token features", KNOW, "features", (CURVE_ERRORS, "features")),
     (BC5_REGIME, "silver labels + features (`mix`, weight 1)", SILVER, "silver", None),
     (BC5_REGIME, "self-training (teacher + calibrated dictionary)", KNOW, "self-train", (KNOW_GAIN, "self-train")),
+    (BC5_REGIME, "self-training + calibration by branch", KNOW_BRANCH, "st-branch", (KNOW_BRANCH_GAIN, "st-branch")),
     (BC5_REGIME, "dictionary alone", None, None, (KNOW_GAIN, "dictionary alone")),
     (WEAK_REGIME, "none", WEAK, "none", (WEAK_GAIN, "none")),
     (WEAK_REGIME, "token features, calibrated", WEAK, "features", (WEAK_GAIN, "features")),
