@@ -45,6 +45,18 @@ BRANCH_PAIRS = [("st-branch", "self-train"), ("st-branch", "none"), ("st-branch"
                 ("st-branch", "self-train-control"), ("features-branch", "features")]
 
 
+KNOW_DEVEL_MORE = ["bc5cdr-knowledge-devel-nodict-dictionary.csv", "bc5cdr-knowledge-devel-veto-dictionary.csv",
+                   "bc5cdr-knowledge-devel-branch-dictionary.csv"]
+
+
+def branch_devel_gain(res: Results) -> str:
+    """The devel variants of this round (seeds 0-1) beside self-training's selection runs."""
+    first = [g for g in _by_arm(res.csv(KNOW_DEVEL_GAIN)) if g[0] in ("self-train", "dictionary alone")]
+    more = [g for name in KNOW_DEVEL_MORE for g in _by_arm(res.csv(name))
+            if g[0] not in ("self-train", "dictionary alone")]
+    return gain_markdown(first[:1] + more + first[1:])
+
+
 def branch_scores(res: Results) -> str:
     return scores_markdown(res.rows(KNOW_BRANCH), res.scores(KNOW_BRANCH), BRANCH_ARMS)
 
