@@ -46,7 +46,7 @@ BRANCH_PAIRS = [("st-branch", "self-train"), ("st-branch", "none"), ("st-branch"
 
 
 KNOW_DEVEL_MORE = ["bc5cdr-knowledge-devel-nodict-dictionary.csv", "bc5cdr-knowledge-devel-veto-dictionary.csv",
-                   "bc5cdr-knowledge-devel-branch-dictionary.csv"]
+                   "bc5cdr-knowledge-devel-branch-dictionary.csv", "bc5cdr-knowledge-devel-branch2-dictionary.csv"]
 
 
 def branch_devel_gain(res: Results) -> str:
