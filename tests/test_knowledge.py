@@ -238,6 +238,8 @@ def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
     ("silver", {"teacher": {"threshold": 0}}, "prior.silver.teacher.threshold: must lie in"),
     ("silver", {"teacher": {"rounds": 4}}, "prior.silver.teacher.rounds: must be 1, 2 or 3"),
     ("silver", {"weight": -1}, "prior.silver.weight: must be positive or auto"),
+    ("calibrate", {"branches": "yes"}, "prior.calibrate.branches: expected true or false, got 'yes'"),
+    ("silver", {"teacher": {"merge": "veto"}}, "prior.silver.teacher.merge: expected one of 'teacher-first', 'dictionary-first', 'teacher-veto'"),
 ])
 def test_bad_knowledge_settings_stop_with_their_file_and_line(tmp_path, field, value, message):
     import yaml
