@@ -101,3 +101,40 @@ def test_the_calibrated_provider_drops_a_branch_but_keeps_the_listed_forms(ontol
 def test_the_branches_setting_must_be_a_boolean():
     assert CalibrateConfig(branches="yes").problems() == [("branches", "must be true or false, got 'yes'")]
     assert CalibrateConfig(branches=True).problems() == []
+
+
+def test_a_run_calibrated_by_branch_reads_the_dictionary_without_its_weak_branches(tmp_path, ontology):
+    """calibrate_run: the features' provider becomes the calibrated one, with the branch entries
+    and the kept forms; calibration.json names the branches dropped."""
+    import json
+
+    from priorkit.pipeline.calibrate_stage import calibrate_run
+    from priorkit.pipeline.config import config_from_dict
+    from priorkit.pipeline.data import load_data
+    from priorkit.pipeline.plan import RunPlan
+
+    raw = {"name": "branches", "output_dir": str(tmp_path / "runs"), "task": {"type": "token-classification"},
+           "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 400},
+                    "eval": {"source": "bc5cdr", "split": "devel", "limit": 10}},
+           "prior": {"name": "fb", "provider": "ontology", "params": CONCEPT, "cache": None, "attention": None,
+                     "features": {"learning_rate": 1e-2}, "calibrate": {"threshold": 0.5, "branches": True}},
+           "train": {"epochs": 1, "fraction": 1.0, "threads": 1, "save": "no", "progress": False}}
+    cfg = config_from_dict(raw)
+    splits = load_data(cfg)
+    plan = RunPlan(cfg, "fb", cfg.prior, 1.0, 0)
+    plan.run_dir.mkdir(parents=True)
+    lines: list[str] = []
+    calibrated, record = calibrate_run(plan, splits, ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"],
+                                       say=lines.append)
+    features = calibrated.prior.features
+    assert features.provider == "calibrated"
+    branch_entries = [d for d in features.params["drop"] if len(d) == 3]
+    assert branch_entries and record["branches_dropped"] == [d[1:] for d in branch_entries]
+    assert features.params["keep"] and all(len(k) == 2 for k in features.params["keep"])
+    assert json.loads((plan.run_dir / "calibration.json").read_text())["branches_dropped"] == record["branches_dropped"]
+    # the wrapped provider drops a branch's unseen form: "enzyme" (Enzymes and Coenzymes) is gone
+    wrapped = priorkit.get_provider(features.provider, **features.params)
+    enzyme = [m for m in ontology.matches("the enzyme".split()) if m.group == "mesh:D"][0]
+    assert ["mesh:D", ontology.match_branch(enzyme)] in record["branches_dropped"]
+    assert not [m for m in wrapped.matches("the enzyme".split()) if m.group == "mesh:D"]
+    assert any(line.startswith("[") and "calibrated (forms below precision 0.5" in line for line in lines)
