@@ -40,9 +40,10 @@ def knowledge_deltas(res: Results) -> str:
 # the new arms and, copied with their source, none / features / self-train / its control at 10%
 KNOW_BRANCH = "bc5cdr-knowledge-branch-results.csv"
 KNOW_BRANCH_GAIN = "bc5cdr-knowledge-branch-dictionary.csv"
-BRANCH_ARMS = ["none", "features", "features-branch", "self-train", "st-branch"]
+BRANCH_ARMS = ["none", "features", "features-branch", "self-train", "st-branch", "st-branch-tg"]
 BRANCH_PAIRS = [("st-branch", "self-train"), ("st-branch", "none"), ("st-branch", "features"),
-                ("st-branch", "self-train-control"), ("features-branch", "features")]
+                ("st-branch", "self-train-control"), ("features-branch", "features"),
+                ("st-branch-tg", "st-branch"), ("st-branch-tg", "self-train-control")]
 
 
 KNOW_DEVEL_MORE = ["bc5cdr-knowledge-devel-nodict-dictionary.csv", "bc5cdr-knowledge-devel-veto-dictionary.csv",
