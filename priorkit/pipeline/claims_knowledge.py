@@ -58,6 +58,16 @@ def branch_devel_gain(res: Results) -> str:
     return gain_markdown(first[:1] + more + first[1:])
 
 
+KNOW_1PCT_GAIN = "bc5cdr-knowledge-1pct-dictionary.csv"
+KNOW_1PCT_BRANCH_GAIN = "bc5cdr-knowledge-1pct-branch-dictionary.csv"
+
+
+def branch_1pct_gain(res: Results) -> str:
+    """At 1%: self-training (the earlier sweep) beside it calibrated by branch, and the dictionary."""
+    earlier = [g for g in _by_arm(res.csv(KNOW_1PCT_GAIN)) if g[0] in ("none", "features", "self-train")]
+    return gain_markdown(earlier + _by_arm(res.csv(KNOW_1PCT_BRANCH_GAIN)))
+
+
 def branch_scores(res: Results) -> str:
     return scores_markdown(res.rows(KNOW_BRANCH), res.scores(KNOW_BRANCH), BRANCH_ARMS)
 
