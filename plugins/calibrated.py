@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 import priorkit
-from priorkit.calibration import form_of
+from priorkit.calibration import DropRule, form_of
 from priorkit.errors import PriorkitError
 from priorkit.provider import Match, PriorProvider
 
@@ -26,7 +26,7 @@ from .combine import resolve_provider
 
 
 class CalibratedProvider(PriorProvider):
-    """The inner provider's matches minus the dropped (form, group) pairs."""
+    """The inner provider's matches minus what the drop list leaves out (a ``DropRule``)."""
 
     name = "calibrated"
     version = "1"
@@ -46,10 +46,7 @@ class CalibratedProvider(PriorProvider):
         extra = {"keep": [list(k) for k in kept]} if kept else {}  # old fingerprints hold without keep
         super().__init__(provider=inner, drop=[list(p) for p in entries], **extra)
         self.inner = inner
-        self.drop = {d for d in entries if len(d) == 2}
-        self.drop_groups = {g for f, g in self.drop if f == "*"}
-        self.drop_branches = {(d[1], d[2]) for d in entries if len(d) == 3}
-        self.keep = set(kept)
+        self.rule = DropRule.of(entries, kept)
 
     @staticmethod
     def check_params(params: Mapping[str, Any]) -> None:
@@ -79,14 +76,10 @@ class CalibratedProvider(PriorProvider):
         return self.inner.segment(words)
 
     def compute_matches(self, words: Sequence[str]) -> list[Match]:
-        out = []
-        for m in self.inner.matches(words):
-            key = (form_of(words, m.start, m.end), m.group)
-            if key not in self.keep and (m.group in self.drop_groups or key in self.drop or (
-                    self.drop_branches and (m.group, self.inner.match_branch(m)) in self.drop_branches)):
-                continue
-            out.append(m)
-        return out
+        rule = self.rule
+        return [m for m in self.inner.matches(words)
+                if not rule.removes(form_of(words, m.start, m.end), m.group,
+                                    self.inner.match_branch(m) if rule.branches else "")]
 
     def match_branch(self, match: Match) -> str:
         return self.inner.match_branch(match)

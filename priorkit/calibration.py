@@ -29,6 +29,7 @@ Torch-free; it needs only the provider's ``matches`` and the BIO tags of the gol
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -103,6 +104,31 @@ def typed_match_objects(matches: Iterable[Any], types: Mapping[str, str]) -> dic
     return best
 
 
+@dataclasses.dataclass(frozen=True)
+class DropRule:
+    """What a drop list and a keep list leave out (:meth:`Calibration.dropped`,
+    :meth:`Calibration.kept`): the one reading that the held-out estimate and the ``calibrated``
+    provider (plugins/calibrated.py) share."""
+
+    forms: frozenset  # (form, group); form "*" stands for the whole group (also in ``groups``)
+    groups: frozenset  # group
+    branches: frozenset  # (group, branch)
+    keep: frozenset = frozenset()  # (form, group) kept although their group or branch is dropped
+
+    @classmethod
+    def of(cls, drop: Iterable[Sequence[str]], keep: Iterable[Sequence[str]] = ()) -> "DropRule":
+        entries = {tuple(d) for d in drop}
+        pairs = {d for d in entries if len(d) == 2}
+        return cls(frozenset(pairs), frozenset(g for f, g in pairs if f == "*"),
+                   frozenset((d[1], d[2]) for d in entries if len(d) == 3), frozenset(tuple(k) for k in keep))
+
+    def removes(self, form: str, group: str, branch: str = "") -> bool:
+        """Whether a match of ``form`` in ``group`` (and ``branch``) is left out."""
+        if (form, group) in self.keep:
+            return False
+        return (form, group) in self.forms or group in self.groups or (group, branch) in self.branches
+
+
 @dataclasses.dataclass
 class Quality:
     """The dictionary's entity-level scores against gold sentences."""
@@ -171,15 +197,19 @@ class Calibration:
         k = self.prior_strength
         return (hits + k * self.branch_precision(group, branch)) / (n + k)
 
-    @property
+    @functools.cached_property
     def _form_branch(self) -> dict[tuple[str, str], str]:
-        if not hasattr(self, "_fb"):
-            seen: dict[tuple[str, str], Counter] = {}
-            for row in self.records:
-                for form, group, branch, _ in row:
-                    seen.setdefault((form, group), Counter())[branch] += 1
-            self._fb = {key: c.most_common(1)[0][0] for key, c in seen.items()}
-        return self._fb
+        """Each seen (form, group)'s branch: the one it was seen in most."""
+        seen: dict[tuple[str, str], Counter] = {}
+        for row in self.records:
+            for form, group, branch, _ in row:
+                seen.setdefault((form, group), Counter())[branch] += 1
+        return {key: c.most_common(1)[0][0] for key, c in seen.items()}
+
+    def _low_branches(self, threshold: float) -> list[tuple[str, str]]:
+        """The (group, branch) pairs the gold shows, below ``threshold``, sorted."""
+        return sorted((g, b) for (g, b), (_, n) in self.branches.items()
+                      if n > 0 and self.branch_precision(g, b) < threshold)
 
     def dropped(self, threshold: float) -> list[tuple[str, ...]]:
         """What falls below ``threshold``, sorted: ``(form, group)`` pairs (only forms the gold
@@ -188,22 +218,15 @@ class Calibration:
         out: list[tuple[str, ...]] = sorted((f, g) for (f, g) in self.forms if self.precision(f, g) < threshold)
         out += sorted(("*", g) for g in self.groups if self.group_precision(g) < threshold
                       and self.groups[g][1] > 0)
-        out += sorted(("*", g, b) for (g, b), (_, n) in self.branches.items()
-                      if n > 0 and self.branch_precision(g, b) < threshold)
+        out += [("*", g, b) for g, b in self._low_branches(threshold)]
         return out
 
     def kept(self, threshold: float) -> list[tuple[str, str]]:
         """The (form, group) pairs the gold shows at ``threshold`` or above inside a dropped
         branch: kept although their branch goes (the ``calibrated`` provider's ``keep``)."""
-        low = {(g, b) for (g, b), (_, n) in self.branches.items()
-               if n > 0 and self.branch_precision(g, b) < threshold}
+        low = set(self._low_branches(threshold))
         return sorted((f, g) for (f, g) in self.forms
                       if (g, self._form_branch.get((f, g), "")) in low and self.precision(f, g) >= threshold)
-
-    def _keeps(self, form: str, group: str, branch: str, drop: tuple[set, set, set], keep: set) -> bool:
-        if (form, group) in keep:
-            return True
-        return not ((form, group) in drop[0] or group in drop[1] or (group, branch) in drop[2])
 
     # ---- quality --------------------------------------------------------------------
     def quality(self, threshold: float | None = None, by_type: bool = False) -> Any:
@@ -220,12 +243,10 @@ class Calibration:
                 rule = None
             else:
                 rest = self if folds == 1 else self.without_fold(k, folds)
-                dropped = rest.dropped(threshold)
-                rule = ({d for d in dropped if len(d) == 2}, {d[1] for d in dropped if len(d) == 2 and d[0] == "*"},
-                        {(d[1], d[2]) for d in dropped if len(d) == 3}), set(rest.kept(threshold))
+                rule = DropRule.of(rest.dropped(threshold), rest.kept(threshold))
             for i in range(k, len(self.records), folds):
                 for form, group, branch, hit in self.records[i]:
-                    if rule is not None and not self._keeps(form, group, branch, *rule):
+                    if rule is not None and rule.removes(form, group, branch):
                         continue
                     t = self.types[group]
                     correct[t] += hit
@@ -259,10 +280,9 @@ class Calibration:
 
     def to_dict(self, threshold: float | None = None) -> dict[str, Any]:
         q0, q1 = self.quality(None), self.quality(threshold)
+        dropped = self.dropped(threshold) if threshold is not None else []
         return {"sentences": self.sentences, "threshold": threshold, "prior_strength": self.prior_strength,
-                "dropped": len(self.dropped(threshold)) if threshold is not None else 0,
-                "branches_dropped": ([list(d[1:]) for d in self.dropped(threshold) if len(d) == 3]
-                                     if threshold is not None else []),
+                "dropped": len(dropped), "branches_dropped": [list(d[1:]) for d in dropped if len(d) == 3],
                 "before": dataclasses.asdict(q0), "after": dataclasses.asdict(q1),
                 "groups": {g: {"hits": h, "matches": n, "precision": round(self.group_precision(g), 4)}
                            for g, (h, n) in sorted(self.groups.items())}}

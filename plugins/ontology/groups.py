@@ -78,9 +78,9 @@ def group_matches(found: Sequence[tuple[int, int, Sequence[int]]], ids: Sequence
 def concept_branch(graph: ConceptGraph, ids: Sequence[str], concept: int) -> tuple[str, ...]:
     """The level-2 concepts above ``concept`` (itself included; level 1 is a top concept of the
     file, e.g. MeSH's tree D, so level 2 is e.g. "Enzymes and Coenzymes"), as sorted ids."""
-    level = graph.depth - (1 if graph.virtual_root else 0)
     anc = graph.anc_idx[graph.anc_ptr[concept]:graph.anc_ptr[concept + 1]]
-    return tuple(sorted(ids[a] for a in anc.tolist() if a < graph.n_concepts and level[a] == 2))
+    level = graph.depth[anc] - (1 if graph.virtual_root else 0)
+    return tuple(sorted(ids[a] for a, lv in zip(anc.tolist(), level.tolist()) if a < graph.n_concepts and lv == 2))
 
 
 def subset_under(data: OntologyData, graph: ConceptGraph, roots: Sequence[str]) -> OntologyData:
