@@ -240,6 +240,9 @@ def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
     ("silver", {"weight": -1}, "prior.silver.weight: must be positive or auto"),
     ("calibrate", {"branches": "yes"}, "prior.calibrate.branches: expected true or false, got 'yes'"),
     ("silver", {"teacher": {"merge": "veto"}}, "prior.silver.teacher.merge: expected one of 'teacher-first', 'dictionary-first', 'teacher-veto'"),
+    ("silver", {"teacher": {"prior": {"features": {"learning_rate": -1}}}},
+     "prior.silver.teacher.prior.features.learning_rate: must be positive"),
+    ("silver", {"teacher": {"prior": {"silver": None}}}, "prior.silver.teacher.prior: must not set silver"),
 ])
 def test_bad_knowledge_settings_stop_with_their_file_and_line(tmp_path, field, value, message):
     import yaml
@@ -265,6 +268,27 @@ def test_a_teacher_of_another_task_is_refused_with_its_folder(tmp_path, tiny_ber
         teacher.check_labels(["O", "B-Disease", "I-Disease"], "p.yaml:3")
     with pytest.raises(PriorkitError, match=r"teacher threshold must lie in \(0, 1\]"):
         TeacherLabeller(Predictor(), tmp_path, 1.5)
+
+
+def test_the_teacher_setting_replaces_fields_of_the_run_setting(tmp_path):
+    import dataclasses
+
+    from priorkit.pipeline.config.checks import teacher_prior
+
+    raw = _raw(tmp_path)
+    raw["prior"]["calibrate"] = {"threshold": 0.5}
+    raw["prior"]["silver"] = {"teacher": {}}
+    cfg = config_from_dict(raw)
+    same = teacher_prior(cfg.prior, ("prior",), cfg)  # no teacher.prior: the run's setting, without silver
+    assert same == dataclasses.replace(cfg.prior, silver=None) and same.calibrate is not None
+    raw["prior"]["silver"] = {"teacher": {"prior": {"features": {"mention_dropout": 0.5}}}}
+    cfg = config_from_dict(raw)
+    other = teacher_prior(cfg.prior, ("prior",), cfg)
+    assert other.features.mention_dropout == 0.5 and other.silver is None and other.calibrate == cfg.prior.calibrate
+    assert cfg.prior.features.mention_dropout != 0.5  # the student's setting is untouched
+    raw["prior"]["silver"] = {"teacher": {"prior": {"features": None}}}
+    cfg = config_from_dict(raw)  # calibration goes with the features: no channel left, no knowledge
+    assert cfg.prior.calibrate is not None and teacher_prior(cfg.prior, ("prior",), cfg) is None
 
 
 # ---- the pipeline -------------------------------------------------------------------------
@@ -310,3 +334,20 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
     assert alone["recall_dict"] == pytest.approx(100.0) and alone["recall_other"] == 0.0
     model = [r for r in table if r["prior"] == "kd"][0]
     assert model["f1"] == pytest.approx(100 * result.metrics["metrics"]["eval"]["f1"], abs=1e-6)
+
+
+def test_a_teacher_without_token_features_labels_for_a_student_with_them(tmp_path, tiny_bert_dir, one_torch_thread):
+    from priorkit.pipeline.steps import run_pipeline
+
+    raw = _raw(tmp_path)
+    raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
+    raw["prior"]["calibrate"] = {"threshold": 0.5}
+    raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "prior": {"features": None}}}
+    run_pipeline(config_from_dict(raw), steps=("train",), log=lambda s: None)
+    run = tmp_path / "runs" / "kd" / "frac0.5" / "seed0"
+    teacher = json.loads((run / "teacher" / "model" / "priorkit.json").read_text())
+    student = json.loads((run / "model" / "priorkit.json").read_text())
+    assert "calibrated" in json.dumps(student) and "calibrated" not in json.dumps(teacher)
+    assert teacher.get("prior") is None and student.get("prior") is not None
+    record = json.loads((run / "self_training.json").read_text())
+    assert record["teacher"]["steps"] > 0 and record["rounds"][0]["kept"]

@@ -1,8 +1,8 @@
 """Self-training (``prior.silver.teacher``; docs/silver.md, "Self-training").
 
 Without ``teacher.model`` a run trains its own teacher first: the same setting on the gold
-subset without silver labels (its channels, e.g. token features, included), in the run
-folder's ``teacher/``.  The teacher labels the unlabelled text (its confident words, merged
+subset without silver labels (its channels, e.g. token features, included; ``teacher.prior``
+replaces fields of it, e.g. ``{features: null}``), in the run folder's ``teacher/``.  The teacher labels the unlabelled text (its confident words, merged
 with the dictionary's matches: :mod:`priorkit.silver.teacher`), and the student trains on gold
 plus those labels by the setting's recipe.  With ``rounds`` > 1 each round's student is the
 next round's teacher (``round<r>/``); the rounds stop when a student's devel score (the
@@ -117,7 +117,9 @@ class SelfTraining:
     def __iter__(self) -> Iterator[Step]:
         plan = self.plan
         if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
-            sub = _sub(plan, plan.run_dir / TEACHER_DIR, dataclasses.replace(plan.prior, silver=None))
+            from .config.checks import teacher_prior
+
+            sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg))
             yield Step("teacher", sub, None, self._judge(sub.run_dir))
             self.teacher = sub.run_dir / MODEL_DIR
         elif self.rounds > 1:

@@ -33,9 +33,19 @@ class TeacherConfig:
     #: self-training rounds (1-3): each round's student labels the text for the next one; the
     #: rounds stop early when the student's devel score (data.eval) does not beat its teacher's.
     rounds: int = 1
+    #: the teacher's own setting: fields of the run's prior replaced for the teacher only, as a
+    #: ``sweep.priors`` entry replaces them (e.g. ``{features: null}``: a teacher without token
+    #: features, less tied to the dictionary); null: the run's setting.  The teacher never has
+    #: silver labels; its calibration goes with its features (none without them), and a teacher
+    #: left with no channel is a model without knowledge.
+    prior: dict[str, Any] | None = None
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        if self.prior is not None and not isinstance(self.prior, dict):
+            out.append(("prior", f"must be a mapping of prior fields (e.g. {{features: null}}) or null, got {self.prior!r}"))
+        elif self.prior is not None and "silver" in self.prior:
+            out.append(("prior", "must not set silver: the teacher trains on the gold subset alone"))
         if isinstance(self.threshold, bool) or not 0.0 < self.threshold <= 1.0:
             out.append(("threshold", f"must lie in (0, 1] (a probability), got {self.threshold!r}"))
         if self.merge not in MERGES:

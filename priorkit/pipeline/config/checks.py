@@ -197,6 +197,8 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
 
     for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels)[:1]:
         raise _fail(path + field, loc, src, msg)
+    if p.silver is not None and p.silver.teacher is not None and p.silver.teacher.prior is not None:
+        teacher_prior(p, path, cfg)  # stops with the teacher setting's file:line when it is not usable
     if p.calibrate is not None:
         if cfg.task.type != "token-classification":
             raise _fail(path + ("calibrate",), loc, src, "calibrating a dictionary needs task.type "
@@ -289,6 +291,24 @@ def _deep_merge(base: dict, update: dict) -> dict:
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+def teacher_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> PriorConfig | None:
+    """The setting a self-training run's own teacher trains with: ``p`` without silver labels,
+    with ``silver.teacher.prior``'s fields replaced; calibration goes with the features (none
+    without them); None when no channel is left (a model without knowledge)."""
+    override = p.silver.teacher.prior if p.silver is not None and p.silver.teacher is not None else None
+    if not override:
+        return dataclasses.replace(p, silver=None)
+    merged = _deep_merge({**dataclasses.asdict(p), "silver": None}, override)
+    if merged.get("features") is None:
+        merged["calibrate"] = None
+    if merged.get("features") is None and merged.get("attention") is None and not merged.get("channels"):
+        return None
+    where = path + ("silver", "teacher", "prior")
+    pc = _convert(merged, PriorConfig, where, cfg.locations, cfg.source)
+    _check_prior(pc, where, cfg)
+    return pc
 
 
 def prior_settings(cfg: PipelineConfig) -> dict[str, PriorConfig | None]:
