@@ -186,6 +186,11 @@ def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
     assert confident_tags(tags, [0.99, 0.95, 0.97, 0.99, 0.5], 0.9) == \
         ["B-Disease", "I-Disease", "O", "B-Chemical", "?"]
     assert confident_tags(tags, [0.99, 0.6, 0.97, 0.99, 0.99], 0.9) == ["?", "?", "O", "B-Chemical", "O"]
+    # entity_threshold: an entity's words at 0.5, the O words still at 0.9
+    assert confident_tags(tags, [0.99, 0.6, 0.7, 0.55, 0.99], 0.9, entity_threshold=0.5) == \
+        ["B-Disease", "I-Disease", "?", "B-Chemical", "O"]
+    assert confident_tags(tags, [0.99, 0.4, 0.97, 0.99, 0.99], 0.9, entity_threshold=0.5) == \
+        ["?", "?", "O", "B-Chemical", "O"]
 
 
 def test_merge_rules_of_teacher_and_dictionary():
@@ -237,6 +242,7 @@ def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
     ("calibrate", {"threshold": 1.5}, "prior.calibrate.threshold: must lie in"),
     ("silver", {"teacher": {"threshold": 0}}, "prior.silver.teacher.threshold: must lie in"),
     ("silver", {"teacher": {"rounds": 4}}, "prior.silver.teacher.rounds: must be 1, 2 or 3"),
+    ("silver", {"teacher": {"entity_threshold": 1.2}}, "prior.silver.teacher.entity_threshold: must lie in"),
     ("silver", {"weight": -1}, "prior.silver.weight: must be positive or auto"),
     ("calibrate", {"branches": "yes"}, "prior.calibrate.branches: expected true or false, got 'yes'"),
     ("silver", {"teacher": {"merge": "veto"}}, "prior.silver.teacher.merge: expected one of 'teacher-first', 'dictionary-first', 'teacher-veto'"),

@@ -102,7 +102,7 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
         folder = teacher if teacher is not None else Path(config.teacher.model).expanduser()
         t = config.teacher
         labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller if t.dictionary else None,
-                                   t.merge)
+                                   t.merge, entity_threshold=t.entity_threshold)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
     counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait

@@ -22,6 +22,9 @@ class TeacherConfig:
     #: a word's predicted tag counts when the model gives it at least this probability (an
     #: entity: every word of it); below it the word is unknown (out of the loss).
     threshold: float = 0.9
+    #: an entity's words count at this probability instead (e.g. 0.6: more of the teacher's
+    #: entities become labels while its O words still need ``threshold``); null: ``threshold``.
+    entity_threshold: float | None = None
     #: how the teacher's confident entities meet the dictionary's matches: "teacher-first" (the
     #: teacher's entities stay; a dictionary entity is added where it overlaps none of them) or
     #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none)
@@ -48,6 +51,9 @@ class TeacherConfig:
             out.append(("prior", "must not set silver: the teacher trains on the gold subset alone"))
         if isinstance(self.threshold, bool) or not 0.0 < self.threshold <= 1.0:
             out.append(("threshold", f"must lie in (0, 1] (a probability), got {self.threshold!r}"))
+        et = self.entity_threshold
+        if et is not None and (isinstance(et, bool) or not 0.0 < et <= 1.0):
+            out.append(("entity_threshold", f"must lie in (0, 1] (a probability) or be null, got {et!r}"))
         if self.merge not in MERGES:
             out.append(("merge", f"must be one of {', '.join(MERGES)}, got {self.merge!r}"))
         if isinstance(self.rounds, bool) or not 1 <= self.rounds <= 3:

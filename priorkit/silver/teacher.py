@@ -2,7 +2,8 @@
 
 :class:`TeacherLabeller` tags sentences with a trained token-classification model folder
 (``priorkit.load_model``): a word keeps its predicted tag when the model gives that tag at
-least ``threshold`` probability, and an entity only when every word of it does; the other
+least ``threshold`` probability (an entity's word: ``entity_threshold`` when set), and an
+entity only when every word of it does; the other
 words are unknown (``?``: out of the student's loss).  With a dictionary labeller beside it,
 the two sets of entities meet by a stated rule:
 
@@ -39,11 +40,15 @@ def spans(tags: Sequence[str]) -> list[Entity]:
     return sorted(gold_spans(tags))
 
 
-def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: float) -> list[str]:
-    """The teacher's tags with the unsure words (and every word of an unsure entity) as ``?``."""
-    out = [t if c >= threshold else UNKNOWN for t, c in zip(tags, confidence)]
+def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: float,
+                   entity_threshold: float | None = None) -> list[str]:
+    """The teacher's tags with the unsure words (and every word of an unsure entity) as ``?``:
+    an ``O`` counts at ``threshold`` or more, an entity's word at ``entity_threshold`` (None:
+    ``threshold``)."""
+    low = threshold if entity_threshold is None else entity_threshold
+    out = [t if c >= (threshold if t == "O" else low) else UNKNOWN for t, c in zip(tags, confidence)]
     for s, e, _ in spans(tags):
-        if min(confidence[s:e]) < threshold:
+        if min(confidence[s:e]) < low:
             out[s:e] = [UNKNOWN] * (e - s)
     return out
 
@@ -74,7 +79,8 @@ class TeacherLabeller:
     """Words -> confident tags of a trained model folder, merged with a dictionary's (module doc)."""
 
     def __init__(self, predictor: Any, folder: str | Path, threshold: float = 0.9,
-                 dictionary: Labeller | None = None, merge: str = "teacher-first", batch_size: int = 64) -> None:
+                 dictionary: Labeller | None = None, merge: str = "teacher-first", batch_size: int = 64,
+                 entity_threshold: float | None = None) -> None:
         """``predictor``: the model folder ``folder`` loaded by ``priorkit.load_model`` (the caller
         loads it, so this package needs nothing of :mod:`priorkit.inference`)."""
         self.folder = Path(folder)
@@ -84,7 +90,10 @@ class TeacherLabeller:
         if self.predictor.task_type != "token-classification":
             raise PriorkitError(f"{self.folder}: the teacher is a {self.predictor.task_type} model; a silver "
                                 "teacher must be a token-classification model of the same task")
+        if entity_threshold is not None and not 0.0 < entity_threshold <= 1.0:
+            raise PriorkitError(f"teacher entity_threshold must lie in (0, 1], got {entity_threshold!r}")
         self.threshold, self.dictionary, self.merge, self.batch_size = float(threshold), dictionary, merge, batch_size
+        self.entity_threshold = None if entity_threshold is None else float(entity_threshold)
         weights = next((p for p in (self.folder / "model.safetensors", self.folder / "model" / "model.safetensors")
                         if p.exists()), None)
         self._weights = file_sha256(weights) if weights is not None else json_sha256(str(self.folder.resolve()))
@@ -101,11 +110,15 @@ class TeacherLabeller:
 
     @property
     def fingerprint(self) -> str:
-        return "teacher-" + json_sha256({"weights": self._weights, "threshold": self.threshold, "merge": self.merge,
-                                         "dictionary": self.dictionary.fingerprint if self.dictionary else None}, 16)
+        key = {"weights": self._weights, "threshold": self.threshold, "merge": self.merge,
+               "dictionary": self.dictionary.fingerprint if self.dictionary else None}
+        if self.entity_threshold is not None:  # absent otherwise: the labels stored before it stay valid
+            key["entity_threshold"] = self.entity_threshold
+        return "teacher-" + json_sha256(key, 16)
 
     def describe(self) -> dict[str, Any]:
-        return {"teacher": str(self.folder), "threshold": self.threshold, "merge": self.merge,
+        return {"teacher": str(self.folder), "threshold": self.threshold, "entity_threshold": self.entity_threshold,
+                "merge": self.merge,
                 "dictionary": self.dictionary.provider.describe() if self.dictionary else None}
 
     def tags(self, words: Sequence[str]) -> list[str]:
@@ -128,7 +141,7 @@ class TeacherLabeller:
                         k = int(probs[j, t].argmax())
                         tags[w], conf[w] = p.labels[k], float(probs[j, t, k])
                     previous = w
-                row = confident_tags(tags, conf, self.threshold)
+                row = confident_tags(tags, conf, self.threshold, self.entity_threshold)
                 if self.dictionary is not None:
                     row = merge_labels(row, self.dictionary.tags(words), self.merge)
                 out.append(row)
