@@ -18,7 +18,7 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``knowledge-recipes`` (every recipe of both regimes in one table, for silver.md and features.md),
 ``calibration-thresholds`` (the dictionary's calibrated quality at each threshold),
 ``branch-devel-gain`` (this round's devel variants), ``branch-scores`` / ``branch-deltas`` /
-``branch-gain`` / ``branch-1pct-gain`` (calibration by branch on the test sample).
+``branch-gain`` / ``branch-1pct-gain`` / ``branch-100pct-gain`` (calibration by branch on the test sample).
 """
 from __future__ import annotations
 
@@ -137,6 +137,7 @@ README_ROWS = [  # task, file, fraction, arm, label
     (BC5, SILVER, 0.1, "silver", "silver labels + token features"),
     (BC5, KNOW, 0.1, "self-train", "self-training: teacher + calibrated dictionary labels"),
     (BC5, KNOW_BRANCH, 0.1, "st-branch", "self-training, dictionary calibrated by branch"),
+    (BC5, KNOW_BRANCH, 1.0, "st-branch", "self-training, dictionary calibrated by branch (devel as unlabelled text)"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "features", "token features, calibrated"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "silver", "silver labels, default (auto) weights"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "self-train", "self-training"),
@@ -224,7 +225,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "mpnet-scores": knowledge.mpnet_scores, "mpnet-deltas": knowledge.mpnet_deltas,
     "branch-scores": knowledge.branch_scores, "branch-deltas": knowledge.branch_deltas,
     "branch-gain": knowledge.branch_gain, "branch-devel-gain": knowledge.branch_devel_gain,
-    "branch-1pct-gain": knowledge.branch_1pct_gain,
+    "branch-1pct-gain": knowledge.branch_1pct_gain, "branch-100pct-gain": knowledge.branch_100pct_gain,
 }
 
 

@@ -68,6 +68,20 @@ def branch_1pct_gain(res: Results) -> str:
     return gain_markdown(earlier + _by_arm(res.csv(KNOW_1PCT_BRANCH_GAIN)))
 
 
+KNOW_100PCT_BRANCH_GAIN = "bc5cdr-knowledge-100pct-branch-dictionary.csv"
+CURVE_ERRORS_100 = "bc5cdr-curve-errors-1.json"  # the curve's none/features at 100%, the same definition
+
+
+def branch_100pct_gain(res: Results) -> str:
+    """At 100%: none and features (the curve's runs, the seeds of the 100% point) beside
+    self-training calibrated by branch, and the dictionary alone."""
+    ours = _by_arm(res.csv(KNOW_100PCT_BRANCH_GAIN))
+    seeds = {r["seed"] for arm, runs in ours if arm != "dictionary alone" for r in runs}
+    curve = res.json(CURVE_ERRORS_100)["per_seed"]
+    earlier = [(arm, [v for s, v in curve[arm].items() if s in seeds]) for arm in ("none", "features")]
+    return gain_markdown(earlier + ours)
+
+
 def branch_scores(res: Results) -> str:
     return scores_markdown(res.rows(KNOW_BRANCH), res.scores(KNOW_BRANCH), BRANCH_ARMS)
 
