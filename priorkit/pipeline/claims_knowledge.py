@@ -58,6 +58,21 @@ def branch_devel_gain(res: Results) -> str:
     return gain_markdown(first[:1] + more + first[1:])
 
 
+# the third devel round (2026-12-05): soft O, no features, a teacher without features, the teacher's
+# entity threshold; beside calibration by branch (its devel runs)
+KNOW_DEVEL_BRANCH = "bc5cdr-knowledge-devel-branch-dictionary.csv"
+KNOW_DEVEL_ROUND3 = ["bc5cdr-knowledge-devel-soft-dictionary.csv", "bc5cdr-knowledge-devel-tnone-dictionary.csv",
+                     "bc5cdr-knowledge-devel-et-dictionary.csv"]
+
+
+def devel_round3_gain(res: Results) -> str:
+    """This round's devel variants (seeds 0-1) beside calibration by branch and the dictionary."""
+    branch = _by_arm(res.csv(KNOW_DEVEL_BRANCH))
+    more = [g for name in KNOW_DEVEL_ROUND3 for g in _by_arm(res.csv(name)) if g[0] != "dictionary alone"]
+    return gain_markdown([g for g in branch if g[0] == "st-branch"] + more
+                         + [g for g in branch if g[0] == "dictionary alone"])
+
+
 KNOW_1PCT_GAIN = "bc5cdr-knowledge-1pct-dictionary.csv"
 KNOW_1PCT_BRANCH_GAIN = "bc5cdr-knowledge-1pct-branch-dictionary.csv"
 
