@@ -19,7 +19,7 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``calibration-thresholds`` (the dictionary's calibrated quality at each threshold),
 ``branch-devel-gain`` (this round's devel variants), ``branch-scores`` / ``branch-deltas`` /
 ``branch-gain`` / ``branch-1pct-gain`` / ``branch-100pct-gain`` (calibration by branch on the test sample),
-``devel-round3-gain`` (the third devel round beside it).
+``devel-round3-gain`` (the third devel round beside it), ``w5-deltas`` (its choice on test).
 """
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "branch-scores": knowledge.branch_scores, "branch-deltas": knowledge.branch_deltas,
     "branch-gain": knowledge.branch_gain, "branch-devel-gain": knowledge.branch_devel_gain,
     "branch-1pct-gain": knowledge.branch_1pct_gain, "branch-100pct-gain": knowledge.branch_100pct_gain,
-    "devel-round3-gain": knowledge.devel_round3_gain,
+    "devel-round3-gain": knowledge.devel_round3_gain, "w5-deltas": knowledge.w5_deltas,
 }
 
 

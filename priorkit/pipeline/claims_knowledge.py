@@ -40,10 +40,13 @@ def knowledge_deltas(res: Results) -> str:
 # the new arms and, copied with their source, none / features / self-train / its control at 10%
 KNOW_BRANCH = "bc5cdr-knowledge-branch-results.csv"
 KNOW_BRANCH_GAIN = "bc5cdr-knowledge-branch-dictionary.csv"
-BRANCH_ARMS = ["none", "features", "features-branch", "self-train", "st-branch", "st-branch-tg"]
+BRANCH_ARMS = ["none", "features", "features-branch", "self-train", "st-branch", "st-branch-tg", "st-w5"]
 BRANCH_PAIRS = [("st-branch", "self-train"), ("st-branch", "none"), ("st-branch", "features"),
                 ("st-branch", "self-train-control"), ("features-branch", "features"),
                 ("st-branch-tg", "st-branch"), ("st-branch-tg", "self-train-control")]
+# the fourth devel round's choice (silver.weight 0.5) on the test sample, the same file
+W5_PAIRS = [("st-w5", "st-branch"), ("st-w5", "none"), ("st-w5", "features"), ("st-w5", "self-train-control")]
+KNOW_W5_GAIN = "bc5cdr-knowledge-weight-dictionary.csv"
 
 
 KNOW_DEVEL_MORE = ["bc5cdr-knowledge-devel-nodict-dictionary.csv", "bc5cdr-knowledge-devel-veto-dictionary.csv",
@@ -59,10 +62,10 @@ def branch_devel_gain(res: Results) -> str:
 
 
 # the third devel round (2026-12-05): soft O, no features, a teacher without features, the teacher's
-# entity threshold; beside calibration by branch (its devel runs)
+# entity threshold, the silver weight; beside calibration by branch (its devel runs)
 KNOW_DEVEL_BRANCH = "bc5cdr-knowledge-devel-branch-dictionary.csv"
 KNOW_DEVEL_ROUND3 = ["bc5cdr-knowledge-devel-soft-dictionary.csv", "bc5cdr-knowledge-devel-tnone-dictionary.csv",
-                     "bc5cdr-knowledge-devel-et-dictionary.csv"]
+                     "bc5cdr-knowledge-devel-et-dictionary.csv", "bc5cdr-knowledge-devel-weight-dictionary.csv"]
 
 
 def devel_round3_gain(res: Results) -> str:
@@ -109,7 +112,13 @@ def branch_gain(res: Results) -> str:
     """Recall inside / outside the dictionary of the branch-calibrated arms (their own report),
     beside self-training's and the dictionary alone (the earlier report, the same definition)."""
     earlier = [g for g in _by_arm(res.csv(KNOW_GAIN)) if g[0] == "self-train"]
-    return gain_markdown(earlier + _by_arm(res.csv(KNOW_BRANCH_GAIN)))
+    branch = _by_arm(res.csv(KNOW_BRANCH_GAIN))
+    w5 = [g for g in _by_arm(res.csv(KNOW_W5_GAIN)) if g[0] != "dictionary alone"]
+    return gain_markdown(earlier + branch[:-1] + w5 + branch[-1:])
+
+
+def w5_deltas(res: Results) -> str:
+    return deltas_markdown(res.scores(KNOW_BRANCH), W5_PAIRS)
 
 
 def weak_scores(res: Results) -> str:
