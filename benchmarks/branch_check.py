@@ -10,7 +10,6 @@ the two drop lists are the same (then the runs' matches, features and silver lab
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import priorkit
@@ -19,6 +18,7 @@ from priorkit.pipeline.calibrate_stage import _types
 from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.plan import RunPlan
+from priorkit.pipeline.sweep import write_csv
 
 
 def main() -> None:
@@ -53,11 +53,7 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")
 
 

@@ -13,7 +13,6 @@ type, or partly unknown).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
+from priorkit.pipeline.sweep import write_csv
 from priorkit.silver.label import sentence_digest
 from priorkit.silver.recipe import UNKNOWN
 from priorkit.silver.store import SHARD_GLOB
@@ -71,11 +71,7 @@ def main() -> None:
               f"{r['missed_all_O']} all O, {r['missed_all_unknown']} all unknown, {r['missed_mixed']} mixed "
               f"(of {r['gold']})", flush=True)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")
 
 

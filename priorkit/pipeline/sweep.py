@@ -328,6 +328,8 @@ def absolute_section(cfg: PipelineConfig, cells: Sequence[Cell], scale: float) -
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """``rows`` as CSV (the union of their keys, in order of appearance); makes the folder."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     columns: list[str] = []
     for r in rows:
         columns += [k for k in r if k not in columns]
