@@ -16,13 +16,20 @@ def resolved_config(prior: Any) -> FeatureConfig | None:
     return prior.features.resolved(prior.provider, prior.params)
 
 
+def gives_nothing(prior: Any) -> bool:
+    """Whether a prior setting gives the model nothing: no features, attention, silver labels or
+    channels (a model without knowledge)."""
+    return (resolved_config(prior) is None and prior.attention is None and getattr(prior, "silver", None) is None
+            and not getattr(prior, "channels", None))
+
+
 def config_problems(prior: Any, task_type: str) -> list[tuple[tuple, str]]:
     """(field path below the prior, message) of what is wrong with a prior's features and
     attention; the pipeline check turns the first into a file:line error before any training."""
     out: list[tuple[tuple, str]] = []
     config = resolved_config(prior)
     if config is None:
-        if prior.attention is None and getattr(prior, "silver", None) is None and not getattr(prior, "channels", None):
+        if gives_nothing(prior):
             out.append((("attention",), "is null and there are no features: this prior setting would do "
                         "nothing; give attention settings, or prior.features, or prior.silver, or use a "
                         "null sweep entry"))

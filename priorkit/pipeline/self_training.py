@@ -2,8 +2,9 @@
 
 Without ``teacher.model`` a run trains its own teacher first: the same setting on the gold
 subset without silver labels (its channels, e.g. token features, included; ``teacher.prior``
-replaces fields of it, e.g. ``{features: null}``), in the run folder's ``teacher/``.  The teacher labels the unlabelled text (its confident words, merged
-with the dictionary's matches: :mod:`priorkit.silver.teacher`), and the student trains on gold
+replaces fields of it, e.g. ``{features: null}``), in the run folder's ``teacher/``.  The
+teacher labels the unlabelled text (its confident words, merged with the dictionary's
+matches: :mod:`priorkit.silver.teacher`), and the student trains on gold
 plus those labels by the setting's recipe.  With ``rounds`` > 1 each round's student is the
 next round's teacher (``round<r>/``); the rounds stop when a student's devel score (the
 pipeline's ``data.eval``) does not beat its teacher's, and the best model is the run's.
@@ -26,6 +27,7 @@ from typing import Any, Iterator
 
 from ..errors import PriorkitError
 from ..jsonfile import write_json
+from .config.checks import teacher_prior
 from .data import Split
 from .layout import MODEL_DIR
 from .plan import RunPlan
@@ -117,8 +119,6 @@ class SelfTraining:
     def __iter__(self) -> Iterator[Step]:
         plan = self.plan
         if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
-            from .config.checks import teacher_prior
-
             sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg))
             yield Step("teacher", sub, None, self._judge(sub.run_dir))
             self.teacher = sub.run_dir / MODEL_DIR

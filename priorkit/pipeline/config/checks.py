@@ -300,13 +300,15 @@ def teacher_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> PriorConf
     override = p.silver.teacher.prior if p.silver is not None and p.silver.teacher is not None else None
     if not override:
         return dataclasses.replace(p, silver=None)
+    from ...features.checks import gives_nothing
+
     merged = _deep_merge({**dataclasses.asdict(p), "silver": None}, override)
     if merged.get("features") is None:
         merged["calibrate"] = None
-    if merged.get("features") is None and merged.get("attention") is None and not merged.get("channels"):
-        return None
     where = path + ("silver", "teacher", "prior")
     pc = _convert(merged, PriorConfig, where, cfg.locations, cfg.source)
+    if gives_nothing(pc):
+        return None
     _check_prior(pc, where, cfg)
     return pc
 
