@@ -199,6 +199,38 @@ def test_ner_predicts_tags_per_word_and_entity_spans(ner_run, tmp_path):
     assert [r["entities"] for r in lines] == [r["entities"] for r in records]
 
 
+def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts_run, tmp_path):
+    from priorkit.decoding import decode_tags
+
+    info = json.loads((ner_run / "model" / "priorkit.json").read_text())
+    assert info["task"]["decode"] == "argmax"  # the run's task.decode
+    model = priorkit.load_model(ner_run, decode="viterbi")
+    assert model.decode == "viterbi"
+    sentences = [["Aspirin", "causes", "nausea", "."], "lithium carbonate causes renal failure".split(),
+                 ["renal", "failure", "after", "lithium"]]
+    blocks = model.word_logits(sentences)
+    assert [len(b) for b in blocks] == [4, 5, 4]
+    records = model.predict(sentences)
+    for r, block in zip(records, blocks):
+        assert r["tags"] == decode_tags(block, model.labels, "viterbi")
+        for prev, tag in zip(["O"] + r["tags"], r["tags"]):  # every I-X continues an X
+            assert not tag.startswith("I-") or prev[2:] == tag[2:], r["tags"]
+    model.decode = "argmax"
+    assert [r["tags"] for r in model.predict(sentences)] == [[model.labels[k] for k in b.argmax(-1)] for b in blocks]
+
+    words = tmp_path / "words.conll"
+    words.write_text("\n\n".join("\n".join(s) for s in sentences) + "\n")
+    out = tmp_path / "ner.jsonl"
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--decode", "viterbi",
+                 "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [json.loads(line)["tags"] for line in out.read_text().splitlines()] == [r["tags"] for r in records]
+    with pytest.raises(priorkit.PriorkitError, match="viterbi decoding is for token classification"):
+        priorkit.load_model(sts_run, decode="viterbi")
+    with pytest.raises(priorkit.PriorkitError, match="decode 'beam' is not one of argmax, viterbi"):
+        model.decode = "beam"
+
+
 def test_entities_from_bio_and_bioes():
     from priorkit.inference import entities
 

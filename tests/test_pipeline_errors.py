@@ -53,6 +53,10 @@ def _config_error(path: Path) -> str:
     (DATA + "train: 5\n", r":4", "train", "expected a mapping (a section)"),
     (DATA + "sweep:\n  seeds: [0, 1, x]\n", r":5", "sweep.seeds.2", "expected an integer, got 'x'"),
     (DATA + "task:\n  type: regresion\n", r":5", "task.type", "did you mean 'regression'"),
+    (DATA + "task:\n  decode: viterbi\n", r":5", "task.decode", "is for token classification, not regression"),
+    (DATA + "task:\n  type: token-classification\n  labels: [O, PER]\n  decode: viterbi\n", r":7", "task.decode",
+     "'PER' is none of them; decode with argmax"),
+    (DATA + "task:\n  decode: beam\n", r":5", "task.decode", "viterbi"),
     # missing required sections (reported at the parent's line)
     ("name: x\ndata:\n  eval: {source: stsb}\n", r":2", "data.train", "is required"),
     ("name: x\ndata:\n  train: {source: stsb}\n", r":2", "data", "give data.eval"),

@@ -30,10 +30,13 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N inputs.")
 @click.option("--no-cache", is_flag=True, help="Compute every prior value instead of reading the run's cache.")
 @click.option("--device", default=None, help="torch device (default: cpu, or where the model loads).")
+@click.option("--decode", type=click.Choice(["argmax", "viterbi"]), default=None,
+              help="NER: each word's most likely tag (argmax) or the most likely valid BIO sequence "
+                   "(viterbi). Default: the run's task.decode.")
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
-                    text_a, text_b, no_header, limit, no_cache, device, progress) -> None:
+                    text_a, text_b, no_header, limit, no_cache, device, decode, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -53,7 +56,7 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     from ..inference import load_model
 
     quiet = bool((ctx.obj or {}).get("quiet"))
-    predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length)
+    predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length, decode=decode)
     inputs = pio.read_inputs(input_file, predictor.inputs, predictor.task_type, fmt=in_format,
                              text_a=text_a, text_b=text_b, header=not no_header, limit=limit)
     if not inputs:

@@ -94,7 +94,7 @@ def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, An
         "priorkit_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "task": {"type": task["type"], "labels": meta.get("labels"), "label_scale": task.get("label_scale", 1.0),
-                 "metric": task.get("metric")},
+                 "metric": task.get("metric"), "decode": task.get("decode", "argmax")},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
         "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache")),

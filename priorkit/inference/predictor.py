@@ -88,12 +88,14 @@ def _quiet_loading() -> Iterator[None]:
 
 
 def load_model(path: str | Path, *, device: str | None = None, use_cache: bool = True,
-               max_length: int | None = None) -> "Predictor":
+               max_length: int | None = None, decode: str | None = None) -> "Predictor":
     """Load a priorkit model folder (or run folder) with its prior on; see :class:`Predictor`.
 
     ``use_cache``: read word pairs from the cache the run used (read-only; words it
     lacks are computed, nothing is written; an unreadable or locked cache is skipped
     with a warning).  ``max_length``: tokens per input (default: the training max length).
+    ``decode``: NER only, ``argmax`` or ``viterbi`` (default: the run's ``task.decode``,
+    recorded in priorkit.json; ``argmax`` for models saved before it).
     """
     model_dir = resolve_folder(path)
     info = mf.read_info(model_dir)
@@ -118,9 +120,11 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
     for channel in channels:
         channel.attach(model)
         channel.load_state(model, model_dir)
-    return Predictor(model, tokenizer, channels, task_type=task["type"], labels=task.get("labels"),
-                     label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
-                     max_length=ml, info=info, folder=model_dir, device=device)
+    predictor = Predictor(model, tokenizer, channels, task_type=task["type"], labels=task.get("labels"),
+                          label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
+                          max_length=ml, info=info, folder=model_dir, device=device)
+    predictor.decode = decode or task.get("decode") or "argmax"
+    return predictor
 
 
 def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: Any) -> int:
@@ -167,6 +171,24 @@ class Predictor:
         self.model.to(self.device)
         self.model.eval()
         self.truncated: list[int] = []  # indices of the last call's inputs that were cut
+        self._decode = "argmax"
+
+    @property
+    def decode(self) -> str:
+        """NER: how a word's tag is chosen, ``argmax`` or ``viterbi`` (:mod:`priorkit.decoding`)."""
+        return self._decode
+
+    @decode.setter
+    def decode(self, value: str) -> None:
+        from ..decoding import DECODINGS, tag_scheme
+
+        if value not in DECODINGS:
+            raise PriorkitError(f"decode {value!r} is not one of {', '.join(DECODINGS)}")
+        if value == "viterbi":
+            if self.task_type != "token-classification":
+                raise PriorkitError(f"viterbi decoding is for token classification; this model is {self.task_type}")
+            tag_scheme(tuple(self.labels))  # labels outside BIO / BIOES stop here, not mid-prediction
+        self._decode = value
 
     def channel(self, name: str) -> Any:
         """The model's channel ``name`` (None: it has none)."""
@@ -302,6 +324,18 @@ class Predictor:
         self._warn_truncated(len(examples))
         return out
 
+    def word_logits(self, inputs: Iterable[Any], batch_size: int = 32, progress: bool = False) -> list[np.ndarray]:
+        """NER: each sentence's (words, labels) logits, one row per word (its first sub-token);
+        words cut off by truncation have no row.  ``decoding.decode_tags`` turns a row block into tags."""
+        if self.task_type != "token-classification":
+            raise PriorkitError(f"word_logits is for token classification; this model is {self.task_type}")
+        examples = self.examples(inputs)
+        out: list[np.ndarray] = []
+        for _, enc, logits in self.batches(examples, batch_size, progress):
+            out += [logits[j][first_subtokens(enc.word_ids(j))] for j in range(len(logits))]
+        self._warn_truncated(len(examples))
+        return out
+
     def predict(self, inputs: Iterable[Any], batch_size: int = 32, progress: bool = False) -> list[dict]:
         """One record per input, in order (see the class docstring)."""
         examples = self.examples(inputs)
@@ -319,13 +353,11 @@ class Predictor:
             p = _softmax(logits)
             names = self.labels or [str(k) for k in range(len(p))]
             return {"label": names[int(p.argmax())], "probs": {n: float(v) for n, v in zip(names, p)}}
+        from ..decoding import decode_tags
+
         words = example["words"]
-        tags = ["O"] * len(words)
-        previous = None
-        for t, w in enumerate(enc.word_ids(j)):
-            if w is not None and w != previous:
-                tags[w] = self.labels[int(logits[t].argmax())]
-            previous = w
+        first = first_subtokens(enc.word_ids(j))  # a word cut off by truncation has none: O
+        tags = decode_tags(logits[first], self.labels, self._decode) + ["O"] * (len(words) - len(first))
         return {"tags": tags, "entities": entities(words, tags)}
 
     def attention(self, text_a: Any, text_b: str | None = None, *, layers: Any = None, heads: Any = None,
@@ -346,6 +378,16 @@ class Predictor:
             else "only their first tokens were read"
         warnings.warn(f"{len(self.truncated)} of {total} inputs are longer than {self.max_length} tokens and "
                       f"were truncated ({what}); inputs {first}", PredictionWarning, stacklevel=3)
+
+
+def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
+    """The position of each word's first sub-token, in word order (the words the tokenizer kept)."""
+    out, previous = [], None
+    for t, w in enumerate(word_ids):
+        if w is not None and w != previous:
+            out.append(t)
+        previous = w
+    return out
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:

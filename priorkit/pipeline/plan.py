@@ -54,14 +54,17 @@ class RunPlan:
         return digest({
             **extra,
             "model": dataclasses.asdict(self.cfg.model),
-            "task": dataclasses.asdict(self.cfg.task),
+            "task": {k: v for k, v in dataclasses.asdict(self.cfg.task).items() if k != "decode"},
             "prior": prior_identity(self.prior),
             "train": train_cfg,
             "data": [train.digest, digest(idx.tolist())],
         })
 
     def eval_key(self, train_key: str, splits: dict[str, Split]) -> str:
-        return digest({"train": train_key, "splits": {s: splits[s].digest for s in self.cfg.evaluate}})
+        key = {"train": train_key, "splits": {s: splits[s].digest for s in self.cfg.evaluate}}
+        if self.cfg.task.decode != "argmax":  # absent for argmax: the scores made before it stay valid
+            key["decode"] = self.cfg.task.decode
+        return digest(key)
 
 
 def prior_identity(prior: PriorConfig | None) -> Any:

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..decoding import decode_tags
 from ..errors import PriorkitError
 from ..metrics import classification_metrics, ner_metrics, regression_metrics
 from ..task_types import AUTO_CLASSES
@@ -155,13 +156,13 @@ class TokenClassificationTask(Task):
     def predicted_tags(self, predictions, label_ids, examples) -> tuple[list[list[str]], int]:
         """Each sentence's predicted tags, one per word (words cut off by truncation: ``O``),
         and the number of such words."""
-        pred_ids = np.asarray(predictions).argmax(-1)  # (N, L)
+        predictions = np.asarray(predictions)  # (N, L, labels)
         label_ids = np.asarray(label_ids)
         y_pred = []
         truncated = 0
         for i, e in enumerate(examples):
-            kept = pred_ids[i][label_ids[i] != -100]  # one per surviving word, in order
-            tags = [self.labels[j] for j in kept[: len(e["tags"])]]
+            words = predictions[i][label_ids[i] != -100][: len(e["tags"])]  # one row per surviving word, in order
+            tags = decode_tags(words, self.labels, self.cfg.decode)
             truncated += len(e["tags"]) - len(tags)
             tags += ["O"] * (len(e["tags"]) - len(tags))
             y_pred.append(tags)

@@ -35,6 +35,17 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("task.metric", f"{t.metric!r} is not a {t.type} metric; choose one of {', '.join(TASK_METRICS[t.type])}")
     if t.label_scale <= 0:
         raise fail("task.label_scale", f"must be positive, got {t.label_scale}")
+    if t.decode != "argmax":
+        if t.type != "token-classification":
+            raise fail("task.decode", f"{t.decode} decoding is for token classification, not {t.type}")
+        if t.labels is not None:
+            from ...decoding import tag_scheme
+            from ...errors import PriorkitError
+
+            try:
+                tag_scheme(tuple(t.labels))
+            except PriorkitError as exc:
+                raise fail("task.decode", str(exc)) from None
     if cfg.model.max_length < 8:
         raise fail("model.max_length", f"must be at least 8, got {cfg.model.max_length}")
     for split in ("train", "eval", "test", "unlabeled"):

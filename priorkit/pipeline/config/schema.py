@@ -41,6 +41,10 @@ class TaskConfig:
     label_scale: float = 1.0
     #: classification / NER label names in id order; null = sorted labels of the training data.
     labels: list[str] | None = None
+    #: token classification: how a word's tag is chosen from its scores. "argmax": each word's
+    #: most likely tag; "viterbi": the most likely sequence of valid BIO (BIOES) tags
+    #: (docs/inference.md#decoding). Changes the scores, not the training.
+    decode: Literal["argmax", "viterbi"] = "argmax"
 
 
 @dataclasses.dataclass

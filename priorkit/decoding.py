@@ -1,0 +1,107 @@
+"""Tags from a token classifier's per-word scores.
+
+* ``argmax``: each word's most likely tag on its own.  The tags may not form valid
+  spans (``O I-Chemical``, ``B-Disease I-Chemical``); the scorers read them as
+  conlleval does (an ``I-`` after another type opens a span).
+* ``viterbi``: the most likely sequence of tags that is valid in the tag scheme
+  (BIO, or BIOES when the labels have ``E-``/``S-`` tags): the product of the
+  words' probabilities, maximised over the sequences the scheme allows.  No weights
+  are learnt: the scheme's rules are hard constraints on the model's own
+  probabilities (constrained decoding, as a CRF layer would do with learnt
+  transitions, at no training cost).
+
+    tags = decode_tags(word_logits, ["O", "B-Chemical", "I-Chemical"], "viterbi")
+
+``word_logits`` holds one row per word (its first sub-token's logits).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Sequence
+
+import numpy as np
+
+from .errors import PriorkitError
+
+#: the decodings ``task.decode`` and ``priorkit predict --decode`` take
+DECODINGS = ("argmax", "viterbi")
+_PREFIXES = "BIES"
+
+
+@dataclasses.dataclass(frozen=True)
+class TagScheme:
+    """Which tag may follow which (``allowed[i, j]``: tag ``j`` after tag ``i``), open a
+    sentence (``start``) and close it (``end``), as additive log-scores (0 or -inf)."""
+
+    labels: tuple[str, ...]
+    allowed: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def _parse(label: str) -> tuple[str, str | None]:
+    if label == "O":
+        return "O", None
+    if len(label) > 2 and label[1] == "-" and label[0] in _PREFIXES:
+        return label[0], label[2:]
+    raise PriorkitError(f"viterbi decoding needs BIO or BIOES tags (O, B-X, I-X, E-X, S-X); {label!r} is none of "
+                        "them; decode with argmax (task.decode: argmax, or predict --decode argmax)")
+
+
+@functools.lru_cache(maxsize=32)
+def tag_scheme(labels: tuple[str, ...]) -> TagScheme:
+    """The BIO (or BIOES) rules over ``labels``, in the model's label order."""
+    parsed = [_parse(label) for label in labels]
+    bioes = any(p in "ES" for p, _ in parsed)
+    k = len(labels)
+    allowed = np.ones((k, k), dtype=bool)
+    for i, (p_prev, t_prev) in enumerate(parsed):
+        open_span = p_prev in "BI" if bioes else False  # BIOES: a B- or I- must be continued
+        for j, (p, t) in enumerate(parsed):
+            continues = p in "IE"  # I-X (and E-X) only inside a span of the same type
+            if continues and not (p_prev in "BI" and t_prev == t):
+                allowed[i, j] = False
+            if open_span and not (continues and t == t_prev):
+                allowed[i, j] = False
+    start = np.array([p not in "IE" for p, _ in parsed])
+    end = np.array([not (bioes and p in "BI") for p, _ in parsed])
+    as_log = lambda a: np.where(a, 0.0, -np.inf)  # noqa: E731
+    return TagScheme(tuple(labels), as_log(allowed), as_log(start), as_log(end))
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def viterbi(log_probs: np.ndarray, scheme: TagScheme) -> np.ndarray:
+    """The best valid tag indices for one sentence's ``(words, labels)`` log-probabilities."""
+    n = len(log_probs)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    back = np.zeros((n, log_probs.shape[1]), dtype=np.int64)
+    score = log_probs[0] + scheme.start
+    for t in range(1, n):
+        cand = score[:, None] + scheme.allowed  # (previous, next)
+        back[t] = cand.argmax(0)
+        score = cand.max(0) + log_probs[t]
+    score = score + scheme.end
+    path = np.zeros(n, dtype=np.int64)
+    path[-1] = int(score.argmax())
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return path
+
+
+def decode_tags(word_logits: np.ndarray, labels: Sequence[str], decoding: str = "argmax") -> list[str]:
+    """One tag per row of ``word_logits`` (words, labels), by ``decoding`` (:data:`DECODINGS`)."""
+    word_logits = np.asarray(word_logits, dtype=np.float64)
+    if decoding == "argmax":
+        return [labels[int(k)] for k in word_logits.argmax(-1)] if len(word_logits) else []
+    if decoding != "viterbi":
+        raise PriorkitError(f"unknown decoding {decoding!r}; choose one of {', '.join(DECODINGS)}")
+    if word_logits.ndim != 2 or word_logits.shape[1] != len(labels):
+        raise PriorkitError(f"viterbi decoding: scores of shape {word_logits.shape} for {len(labels)} labels")
+    path = viterbi(log_softmax(word_logits), tag_scheme(tuple(labels)))
+    return [labels[int(k)] for k in path]
