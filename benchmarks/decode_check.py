@@ -1,50 +1,99 @@
-"""Argmax against Viterbi decoding on the same trained models: each kept model's entity
-scores on the pipeline's splits, both ways (no training; docs/inference.md#decoding).
+"""Decoding and two-model ensembles on kept models: each model's entity scores on the
+pipeline's splits, argmax against Viterbi decoding, and optionally mixed with a second model
+word by word (no training; docs/inference.md#decoding).
 
-    python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--splits eval test] [--out docs/results/NAME.csv]
+    python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
+        [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
-self-training run's ``teacher`` / ``round1`` folder.  One row per (model, split, decoding).
+self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
+the same order (the same seed); each word's log-probabilities are then
+``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  One row per
+(model, split, weight, decoding): precision, recall, F1, and recall on the gold entities the
+sweep's dictionary tags exactly and on the others (docs/pipelines.md).  ``--cache`` keeps each
+model's word logits (``.npz``) so that a second pass predicts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
-from priorkit.decoding import DECODINGS, decode_tags
-from priorkit.inference import load_model
+import numpy as np
+
+from priorkit.decoding import DECODINGS, decode_tags, log_softmax
 from priorkit.metrics import ner_metrics
 from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
+from priorkit.pipeline.dictionary_recall import dictionary_recall
+from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
 from priorkit.pipeline.sweep import write_csv
 
 
-def score_model(folder: Path, splits: dict, names: list[str]) -> list[dict]:
-    predictor = load_model(folder)
-    rows = []
-    for split in names:
-        examples = splits[split].examples
-        blocks = predictor.word_logits([e["words"] for e in examples], batch_size=64)
-        gold = [list(e["tags"]) for e in examples]
-        for how in DECODINGS:
-            tags = [decode_tags(b, predictor.labels, how) + ["O"] * (len(g) - len(b)) for b, g in zip(blocks, gold)]
-            m = ner_metrics(gold, tags)
-            rows.append({"model": str(folder), "split": split, "decode": how,
-                         **{k: round(100 * m[k], 2) for k in ("precision", "recall", "f1")}})
-            print(f"{folder} {split} {how}: F1 {rows[-1]['f1']} (P {rows[-1]['precision']}, R {rows[-1]['recall']})",
-                  flush=True)
-    return rows
+def word_log_probs(folder: Path, split: str, examples: list[dict], cache: Path | None) -> tuple[list, list[str]]:
+    """Each sentence's (words, labels) log-probabilities from the model in ``folder``, and its labels."""
+    from priorkit.inference import load_model
+    from priorkit.inference.predictor import resolve_folder
+
+    model_dir = resolve_folder(folder)
+    key = hashlib.sha256(f"{model_dir.resolve()}|{split}|{len(examples)}".encode()).hexdigest()[:16]
+    path = cache / f"{key}.npz" if cache else None
+    if path is not None and path.exists():
+        z = np.load(path, allow_pickle=False)
+        cuts = np.cumsum(z["lengths"])[:-1]
+        return [log_softmax(b) for b in np.split(z["rows"], cuts)], [str(x) for x in z["labels"]]
+    predictor = load_model(model_dir)
+    blocks = predictor.word_logits([e["words"] for e in examples], batch_size=64)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(path, rows=np.concatenate(blocks), lengths=np.array([len(b) for b in blocks]),
+                            labels=np.array(predictor.labels))
+    return [log_softmax(b) for b in blocks], list(predictor.labels)
+
+
+def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[str]]) -> dict:
+    m = ner_metrics(gold, tags)
+    r = dictionary_recall(tags, gold, dictionary)
+    return {"precision": round(100 * m["precision"], 2), "recall": round(100 * m["recall"], 2),
+            "f1": round(100 * m["f1"], 2), "recall_dict": round(r.recall_dict, 2),
+            "recall_other": round(r.recall_other, 2)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pipeline")
     ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--with", dest="others", nargs="+", type=Path, default=None)
+    ap.add_argument("--weights", nargs="+", type=float, default=[1.0])
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
+    ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    splits = load_data(load_config(args.pipeline))
-    rows = [r for run in args.runs for r in score_model(run, splits, args.splits)]
+    if args.others is not None and len(args.others) != len(args.runs):
+        ap.error(f"--with names {len(args.others)} models for {len(args.runs)} runs; give one per run")
+    cfg = load_config(args.pipeline)
+    data = load_data(cfg)
+    arm = dictionary_of(cfg)
+    rows = []
+    for split in args.splits:
+        examples = data[split].examples
+        gold = [list(e["tags"]) for e in examples]
+        dictionary = dictionary_split_tags(arm, [e["words"] for e in examples], gold)
+        for i, run in enumerate(args.runs):
+            a, labels = word_log_probs(run, split, examples, args.cache)
+            b = None
+            if args.others is not None:
+                b, labels_b = word_log_probs(args.others[i], split, examples, args.cache)
+                if labels_b != labels:
+                    raise SystemExit(f"{args.others[i]} predicts {labels_b}, {run} {labels}: not the same task")
+            for w in args.weights if b is not None else [1.0]:
+                mixed = a if w == 1.0 else [w * x + (1 - w) * y for x, y in zip(a, b)]
+                for how in DECODINGS:
+                    tags = [decode_tags(m, labels, how) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
+                    row = {"model": str(run), "with": str(args.others[i]) if b is not None and w < 1 else "",
+                           "split": split, "weight": w, "decode": how, **scores(tags, gold, dictionary)}
+                    rows.append(row)
+                    print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     if args.out:
         write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")

@@ -49,6 +49,19 @@ def _types(arm: PosthocConfig, gold: Sequence[Sequence[str]]) -> dict[str, str]:
     return task_types(arm.types if arm.types is not None else BC5CDR_TYPES, (t for row in gold for t in row))
 
 
+def dictionary_split_tags(arm: PosthocConfig, words: Sequence[Sequence[str]],
+                          gold: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The dictionary's BIO tags of each sentence, typed as the report types them (``arm.types``,
+    kept to the entity types of ``gold``)."""
+    import priorkit
+
+    from ..silver.label import group_entities
+
+    provider = priorkit.get_provider(arm.provider, **arm.params)
+    types = _types(arm, gold)
+    return [group_entities(provider.matches(list(w)), len(w), types) for w in words]
+
+
 def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
                     words: Sequence[Sequence[str]] | None = None) -> list[dict[str, Any]]:
     """One row per run with saved predictions on ``sweep.split``, and the dictionary alone per
@@ -68,14 +81,9 @@ def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
         words = [e["words"] for e in load_data(cfg)[_split_key(split)].examples]
     if len(words) != len(gold):
         return []  # the data changed since these runs: nothing to say
-    import priorkit
-
     from ..metrics import ner_metrics
-    from ..silver.label import group_entities
 
-    provider = priorkit.get_provider(arm.provider, **arm.params)
-    types = _types(arm, gold)
-    dtags = [group_entities(provider.matches(list(w)), len(w), types) for w in words]
+    dtags = dictionary_split_tags(arm, words, gold)
     out = []
 
     def row(name: str, fraction: float, seed: Any, tags: Sequence[Sequence[str]]) -> dict[str, Any]:
