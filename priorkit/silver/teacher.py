@@ -126,6 +126,8 @@ class TeacherLabeller:
 
     def tags_many(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The labels of many sentences: the model in batches, then the merge per sentence."""
+        from ..inference.predictor import first_subtokens
+
         examples = [{"words": list(w)} for w in sentences]
         p = self.predictor
         out: list[list[str]] = []
@@ -135,12 +137,9 @@ class TeacherLabeller:
             for j in range(len(logits)):
                 words = examples[start + j]["words"]
                 tags, conf = ["O"] * len(words), [0.0] * len(words)  # a word cut off by truncation: unknown
-                previous = None
-                for t, w in enumerate(enc.word_ids(j)):
-                    if w is not None and w != previous:
-                        k = int(probs[j, t].argmax())
-                        tags[w], conf[w] = p.labels[k], float(probs[j, t, k])
-                    previous = w
+                for w, t in enumerate(first_subtokens(enc.word_ids(j))):
+                    k = int(probs[j, t].argmax())
+                    tags[w], conf[w] = p.labels[k], float(probs[j, t, k])
                 row = confident_tags(tags, conf, self.threshold, self.entity_threshold)
                 if self.dictionary is not None:
                     row = merge_labels(row, self.dictionary.tags(words), self.merge)
