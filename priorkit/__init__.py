@@ -47,6 +47,7 @@ _LAZY = {
     "disable_prior_attention": "priorkit.attention",
     "PriorCollator": "priorkit.collator",
     "load_model": "priorkit.inference",
+    "load_ensemble": "priorkit.inference",
     "Predictor": "priorkit.inference",
 }
 

@@ -70,6 +70,16 @@ def tag_scheme(labels: tuple[str, ...]) -> TagScheme:
     return TagScheme(tuple(labels), as_log(allowed), as_log(start), as_log(end))
 
 
+def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
+    """The position of each word's first sub-token, in word order (the words the tokenizer kept)."""
+    out, previous = [], None
+    for t, w in enumerate(word_ids):
+        if w is not None and w != previous:
+            out.append(t)
+        previous = w
+    return out
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(-1, keepdims=True)
     return z - np.log(np.exp(z).sum(-1, keepdims=True))

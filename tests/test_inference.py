@@ -231,6 +231,58 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
         model.decode = "beam"
 
 
+@pytest.fixture(scope="module")
+def ner_plain_run(tmp_path_factory, tiny_bert):
+    """A second NER model, without a prior: the other half of an ensemble."""
+    tmp = tmp_path_factory.mktemp("ner-plain")
+    (tmp / "train.conll").write_text(CONLL * 3)
+    return train(tmp, tiny_bert, f"""\
+        task: {{type: token-classification, metric: f1}}
+        data:
+          train: {{path: {tmp / 'train.conll'}}}
+          eval: {{path: {tmp / 'train.conll'}, limit: 2}}
+        """)
+
+
+def test_an_ensemble_mixes_word_log_probabilities(ner_run, ner_plain_run, sts_run, tmp_path):
+    from priorkit.decoding import decode_tags, log_softmax
+    from priorkit.inference import Ensemble
+
+    sentences = [["Aspirin", "causes", "nausea", "."], "lithium carbonate causes renal failure".split()]
+    a, b = priorkit.load_model(ner_run), priorkit.load_model(ner_plain_run)
+    la, lb = a.word_logits(sentences), b.word_logits(sentences)
+    assert any(not np.allclose(x, y) for x, y in zip(la, lb))  # two different models
+    cols = [list(b.labels).index(name) for name in a.labels]
+    for w in (0.5, 0.8):
+        ens = Ensemble([a, b], [w, 1 - w], decode="viterbi")
+        mixed = ens.word_log_probs(sentences)
+        for m, x, y in zip(mixed, la, lb):
+            np.testing.assert_allclose(m, w * log_softmax(x) + (1 - w) * log_softmax(y[:, cols]), rtol=1e-6)
+        assert [r["tags"] for r in ens.predict(sentences)] == [decode_tags(m, a.labels, "viterbi") for m in mixed]
+    alone = Ensemble([a, b], [1.0, 0.0], decode="argmax").predict(sentences)
+    assert [r["tags"] for r in alone] == [r["tags"] for r in a.predict(sentences)]
+
+    words = tmp_path / "words.conll"
+    words.write_text("\n\n".join("\n".join(x) for x in sentences) + "\n")
+    out = tmp_path / "ens.jsonl"
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--with", str(ner_plain_run),
+                 "--weight", "0.8", "--decode", "viterbi", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    want = priorkit.load_ensemble([ner_run, ner_plain_run], [0.8, 0.2], decode="viterbi").predict(sentences)
+    assert [json.loads(line)["tags"] for line in out.read_text().splitlines()] == [r["tags"] for r in want]
+
+    with pytest.raises(priorkit.PriorkitError, match="ensembles mix NER models only"):
+        priorkit.load_ensemble([ner_run, sts_run])
+    with pytest.raises(priorkit.PriorkitError, match="1 weights for 2 models"):
+        Ensemble([a, b], [1.0])
+    with pytest.raises(priorkit.PriorkitError, match="non-negative with a positive sum"):
+        Ensemble([a, b], [1.0, -0.5])
+    with pytest.raises(priorkit.PriorkitError, match="at least two models"):
+        Ensemble([a])
+    result = cli("predict", str(ner_run), str(words), "--weight", "0.5")
+    assert result.returncode == 2 and "name the others with --with" in result.stderr
+
+
 def test_entities_from_bio_and_bioes():
     from priorkit.inference import entities
 

@@ -30,13 +30,18 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N inputs.")
 @click.option("--no-cache", is_flag=True, help="Compute every prior value instead of reading the run's cache.")
 @click.option("--device", default=None, help="torch device (default: cpu, or where the model loads).")
+@click.option("--with", "others", multiple=True, type=click.Path(),
+              help="NER: another run or model folder to mix in word by word (repeatable; docs/inference.md#ensembles).")
+@click.option("--weight", type=click.FloatRange(0, 1), default=None,
+              help="With --with: the first model's share of the mix; the others share the rest equally "
+                   "[default: equal shares].")
 @click.option("--decode", type=click.Choice(["argmax", "viterbi"]), default=None,
               help="NER: each word's most likely tag (argmax) or the most likely valid BIO sequence "
                    "(viterbi). Default: the run's task.decode.")
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
-                    text_a, text_b, no_header, limit, no_cache, device, decode, progress) -> None:
+                    text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -56,12 +61,21 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     from ..inference import load_model
 
     quiet = bool((ctx.obj or {}).get("quiet"))
+    if weight is not None and not others:
+        raise click.UsageError("--weight is the first model's share of an ensemble; name the others with --with")
     predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length, decode=decode)
     inputs = pio.read_inputs(input_file, predictor.inputs, predictor.task_type, fmt=in_format,
                              text_a=text_a, text_b=text_b, header=not no_header, limit=limit)
     if not inputs:
         raise click.UsageError(f"{input_file} holds no inputs")
-    records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
+    if others:
+        from ..inference import Ensemble
+
+        rest = [load_model(o, device=device, use_cache=not no_cache, max_length=max_length) for o in others]
+        weights = None if weight is None else [weight] + [(1 - weight) / len(rest)] * len(rest)
+        records = Ensemble([predictor, *rest], weights, predictor.decode).predict(inputs, batch_size=batch_size)
+    else:
+        records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
     text = pio.render(records, inputs, fmt)
     if out is None:
         sys.stdout.write(text)

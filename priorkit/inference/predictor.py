@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..channels.base import PredictionWarning
+from ..decoding import first_subtokens
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
@@ -378,16 +379,6 @@ class Predictor:
             else "only their first tokens were read"
         warnings.warn(f"{len(self.truncated)} of {total} inputs are longer than {self.max_length} tokens and "
                       f"were truncated ({what}); inputs {first}", PredictionWarning, stacklevel=3)
-
-
-def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
-    """The position of each word's first sub-token, in word order (the words the tokenizer kept)."""
-    out, previous = [], None
-    for t, w in enumerate(word_ids):
-        if w is not None and w != previous:
-            out.append(t)
-        previous = w
-    return out
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..calibration import gold_spans
 from ..checksums import file_sha256, json_sha256
+from ..decoding import first_subtokens
 from ..errors import PriorkitError
 from .label import Labeller
 from .recipe import UNKNOWN
@@ -126,8 +127,6 @@ class TeacherLabeller:
 
     def tags_many(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The labels of many sentences: the model in batches, then the merge per sentence."""
-        from ..inference.predictor import first_subtokens
-
         examples = [{"words": list(w)} for w in sentences]
         p = self.predictor
         out: list[list[str]] = []
