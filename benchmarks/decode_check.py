@@ -3,13 +3,14 @@ pipeline's splits, argmax against Viterbi decoding, and optionally mixed with a 
 word by word (no training; docs/inference.md#decoding).
 
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
-        [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv]
+        [--o-bias 0 0.5] [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
 the same order (the same seed); each word's log-probabilities are then
-``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  One row per
-(model, split, weight, decoding): precision, recall, F1, and recall on the gold entities the
+``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--o-bias``:
+each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
+models say; above 0 fewer entities).  One row per (model, split, weight, bias, decoding): precision, recall, F1, and recall on the gold entities the
 sweep's dictionary tags exactly and on the others (docs/pipelines.md).  ``--cache`` keeps each
 model's word logits (``.npz``) so that a second pass predicts nothing.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +67,10 @@ def main() -> None:
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--with", dest="others", nargs="+", type=Path, default=None)
     ap.add_argument("--weights", nargs="+", type=float, default=[1.0])
+    ap.add_argument("--o-bias", dest="biases", nargs="+", type=float, default=[0.0])
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
+    ap.add_argument("--name", default="", help="the runs' arm, for the rows (default: empty)")
+    ap.add_argument("--with-name", default="", help="the --with runs' arm, for the rows")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -88,12 +93,17 @@ def main() -> None:
                     raise SystemExit(f"{args.others[i]} predicts {labels_b}, {run} {labels}: not the same task")
             for w in args.weights if b is not None else [1.0]:
                 mixed = a if w == 1.0 else [w * x + (1 - w) * y for x, y in zip(a, b)]
-                for how in DECODINGS:
-                    tags = [decode_tags(m, labels, how) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
-                    row = {"model": str(run), "with": str(args.others[i]) if b is not None and w < 1 else "",
-                           "split": split, "weight": w, "decode": how, **scores(tags, gold, dictionary)}
-                    rows.append(row)
-                    print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                for bias in args.biases:
+                    for how in DECODINGS:
+                        tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
+                        mix = b is not None and w < 1
+                        seed = re.search(r"seed(\d+)", str(run))
+                        row = {"arm": f"{args.name}+{args.with_name}" if mix else args.name,
+                               "seed": seed.group(1) if seed else "", "split": split, "weight": w, "o_bias": bias,
+                               "decode": how, **scores(tags, gold, dictionary),
+                               "model": str(run), "with": str(args.others[i]) if mix else ""}
+                        rows.append(row)
+                        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     if args.out:
         write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")

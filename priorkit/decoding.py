@@ -104,14 +104,25 @@ def viterbi(log_probs: np.ndarray, scheme: TagScheme) -> np.ndarray:
     return path
 
 
-def decode_tags(word_logits: np.ndarray, labels: Sequence[str], decoding: str = "argmax") -> list[str]:
-    """One tag per row of ``word_logits`` (words, labels), by ``decoding`` (:data:`DECODINGS`)."""
+def decode_tags(word_logits: np.ndarray, labels: Sequence[str], decoding: str = "argmax",
+                o_bias: float = 0.0) -> list[str]:
+    """One tag per row of ``word_logits`` (words, labels), by ``decoding`` (:data:`DECODINGS`).
+
+    ``o_bias``: added to every word's log-probability of ``O`` first (above 0: fewer entities,
+    a word must be ``exp(o_bias)`` times likelier an entity than not; below 0: more).
+    """
     word_logits = np.asarray(word_logits, dtype=np.float64)
-    if decoding == "argmax":
-        return [labels[int(k)] for k in word_logits.argmax(-1)] if len(word_logits) else []
-    if decoding != "viterbi":
+    if decoding not in DECODINGS:
         raise PriorkitError(f"unknown decoding {decoding!r}; choose one of {', '.join(DECODINGS)}")
+    if len(word_logits) == 0:
+        return []
     if word_logits.ndim != 2 or word_logits.shape[1] != len(labels):
-        raise PriorkitError(f"viterbi decoding: scores of shape {word_logits.shape} for {len(labels)} labels")
-    path = viterbi(log_softmax(word_logits), tag_scheme(tuple(labels)))
-    return [labels[int(k)] for k in path]
+        raise PriorkitError(f"{decoding} decoding: scores of shape {word_logits.shape} for {len(labels)} labels")
+    scores = log_softmax(word_logits)
+    if o_bias:
+        if "O" not in labels:
+            raise PriorkitError(f"o_bias shifts the tag 'O', which the labels {list(labels)} lack; leave it at 0")
+        scores[:, list(labels).index("O")] += o_bias
+    if decoding == "argmax":
+        return [labels[int(k)] for k in scores.argmax(-1)]
+    return [labels[int(k)] for k in viterbi(scores, tag_scheme(tuple(labels)))]

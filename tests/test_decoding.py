@@ -84,6 +84,22 @@ def test_argmax_and_empty_sentences():
     assert decode_tags(np.zeros((0, 5)), BIO, "argmax") == []
 
 
+def test_o_bias_shifts_the_log_probability_of_o():
+    rng = np.random.default_rng(3)
+    logits = rng.normal(scale=2.0, size=(9, 5))
+    lp = log_softmax(logits)
+    for bias in (-1.0, 0.7):
+        shifted = lp + bias * (np.arange(5) == 0)
+        assert decode_tags(logits, BIO, "argmax", bias) == [BIO[k] for k in shifted.argmax(-1)]
+        assert decode_tags(logits, BIO, "viterbi", bias) == decode_tags(shifted, BIO, "viterbi")
+    assert decode_tags(logits, BIO, "viterbi", 100.0) == ["O"] * 9  # O wins every word
+    assert "O" not in decode_tags(logits, BIO, "argmax", -100.0)
+    n = {b: sum(t != "O" for t in decode_tags(logits, BIO, "viterbi", b)) for b in (-1.0, 0.0, 1.0)}
+    assert n[-1.0] >= n[0.0] >= n[1.0]
+    with pytest.raises(PriorkitError, match="o_bias shifts the tag 'O', which the labels"):
+        decode_tags(logits[:, :2], ["B-X", "I-X"], "argmax", 0.5)
+
+
 def test_scheme_rules():
     s = tag_scheme(tuple(BIO))
     ok = np.isfinite(s.allowed)
@@ -142,6 +158,8 @@ def test_decode_changes_the_scores_key_not_the_training_key(tmp_path):
     splits = load_data(cfg)
     plain = plan_for_run(cfg)
     viterbi = plan_for_run(dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, decode="viterbi")))
+    biased = plan_for_run(dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, o_bias=0.5)))
     key = plain.train_key(splits["train"])
-    assert viterbi.train_key(splits["train"]) == key
-    assert viterbi.eval_key(key, splits) != plain.eval_key(key, splits)
+    assert viterbi.train_key(splits["train"]) == biased.train_key(splits["train"]) == key
+    keys = {p.eval_key(key, splits) for p in (plain, viterbi, biased)}
+    assert len(keys) == 3

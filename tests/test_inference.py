@@ -217,6 +217,10 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
             assert not tag.startswith("I-") or prev[2:] == tag[2:], r["tags"]
     model.decode = "argmax"
     assert [r["tags"] for r in model.predict(sentences)] == [[model.labels[k] for k in b.argmax(-1)] for b in blocks]
+    assert info["task"]["o_bias"] == 0.0
+    biased = priorkit.load_model(ner_run, decode="viterbi", o_bias=0.8)
+    assert [r["tags"] for r in biased.predict(sentences)] == [decode_tags(b, model.labels, "viterbi", 0.8)
+                                                               for b in blocks]
 
     words = tmp_path / "words.conll"
     words.write_text("\n\n".join("\n".join(s) for s in sentences) + "\n")
@@ -225,6 +229,12 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
                  "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     assert [json.loads(line)["tags"] for line in out.read_text().splitlines()] == [r["tags"] for r in records]
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--o-bias", "100", "--out",
+                 str(out), "--force")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert all(set(json.loads(line)["tags"]) == {"O"} for line in out.read_text().splitlines())
+    with pytest.raises(priorkit.PriorkitError, match="o_bias shifts the tag O of an NER model"):
+        priorkit.load_model(sts_run, o_bias=0.5)
     with pytest.raises(priorkit.PriorkitError, match="viterbi decoding is for token classification"):
         priorkit.load_model(sts_run, decode="viterbi")
     with pytest.raises(priorkit.PriorkitError, match="decode 'beam' is not one of argmax, viterbi"):

@@ -57,6 +57,8 @@ def _config_error(path: Path) -> str:
     (DATA + "task:\n  type: token-classification\n  labels: [O, PER]\n  decode: viterbi\n", r":7", "task.decode",
      "'PER' is none of them; decode with argmax"),
     (DATA + "task:\n  decode: beam\n", r":5", "task.decode", "viterbi"),
+    (DATA + "task:\n  o_bias: 0.5\n", r":5", "task.o_bias", "shifts the tag O of token classification"),
+    (DATA + "task:\n  type: token-classification\n  o_bias: .inf\n", r":6", "task.o_bias", "must be a finite number"),
     # missing required sections (reported at the parent's line)
     ("name: x\ndata:\n  eval: {source: stsb}\n", r":2", "data.train", "is required"),
     ("name: x\ndata:\n  train: {source: stsb}\n", r":2", "data", "give data.eval"),

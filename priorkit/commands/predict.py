@@ -38,10 +38,14 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--decode", type=click.Choice(["argmax", "viterbi"]), default=None,
               help="NER: each word's most likely tag (argmax) or the most likely valid BIO sequence "
                    "(viterbi). Default: the run's task.decode.")
+@click.option("--o-bias", type=float, default=None,
+              help="NER: added to each word's log-probability of O before decoding (above 0: fewer entities). "
+                   "Default: the run's task.o_bias.")
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
-                    text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, progress) -> None:
+                    text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, o_bias,
+                    progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -63,7 +67,8 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     quiet = bool((ctx.obj or {}).get("quiet"))
     if weight is not None and not others:
         raise click.UsageError("--weight is the first model's share of an ensemble; name the others with --with")
-    predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length, decode=decode)
+    predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length, decode=decode,
+                           o_bias=o_bias)
     inputs = pio.read_inputs(input_file, predictor.inputs, predictor.task_type, fmt=in_format,
                              text_a=text_a, text_b=text_b, header=not no_header, limit=limit)
     if not inputs:
@@ -73,7 +78,8 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
 
         rest = [load_model(o, device=device, use_cache=not no_cache, max_length=max_length) for o in others]
         weights = None if weight is None else [weight] + [(1 - weight) / len(rest)] * len(rest)
-        records = Ensemble([predictor, *rest], weights, predictor.decode).predict(inputs, batch_size=batch_size)
+        records = Ensemble([predictor, *rest], weights, predictor.decode, predictor.o_bias).predict(
+            inputs, batch_size=batch_size)
     else:
         records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
     text = pio.render(records, inputs, fmt)

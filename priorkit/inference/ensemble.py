@@ -29,7 +29,7 @@ class Ensemble:
     """NER predictors mixed word by word; ``predict`` gives :class:`Predictor`'s NER records."""
 
     def __init__(self, predictors: Sequence[Predictor], weights: Sequence[float] | None = None,
-                 decode: str | None = None) -> None:
+                 decode: str | None = None, o_bias: float | None = None) -> None:
         if len(predictors) < 2:
             raise PriorkitError(f"an ensemble needs at least two models, got {len(predictors)}")
         for p in predictors:
@@ -55,6 +55,7 @@ class Ensemble:
         if decode == "viterbi":
             tag_scheme(tuple(labels))
         self.decode = decode
+        self.o_bias = predictors[0].o_bias if o_bias is None else float(o_bias)
 
     def word_log_probs(self, inputs: Iterable[Any], batch_size: int = 32) -> list[np.ndarray]:
         """Each sentence's mixed (words, labels) log-probabilities (the first model's label order)."""
@@ -80,7 +81,7 @@ class Ensemble:
         records = []
         for e, lp in zip(examples, self.word_log_probs(examples, batch_size)):
             words = e["words"]
-            tags = decode_tags(lp, self.labels, self.decode) + ["O"] * (len(words) - len(lp))
+            tags = decode_tags(lp, self.labels, self.decode, self.o_bias) + ["O"] * (len(words) - len(lp))
             records.append({"tags": tags, "entities": entities(words, tags)})
         return records
 
@@ -90,9 +91,9 @@ class Ensemble:
 
 
 def load_ensemble(paths: Sequence[str | Path], weights: Sequence[float] | None = None, *,
-                  decode: str | None = None, device: str | None = None, use_cache: bool = True,
-                  max_length: int | None = None) -> Ensemble:
+                  decode: str | None = None, o_bias: float | None = None, device: str | None = None,
+                  use_cache: bool = True, max_length: int | None = None) -> Ensemble:
     """:func:`load_model` of each folder, mixed into one :class:`Ensemble` (weights: equal by
-    default; decode: the first model's ``task.decode`` by default)."""
+    default; decode and o_bias: the first model's ``task.decode`` and ``task.o_bias`` by default)."""
     predictors = [load_model(p, device=device, use_cache=use_cache, max_length=max_length) for p in paths]
-    return Ensemble(predictors, weights, decode)
+    return Ensemble(predictors, weights, decode, o_bias)

@@ -95,7 +95,8 @@ def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, An
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "task": {"type": task["type"], "labels": meta.get("labels"), "label_scale": task.get("label_scale", 1.0),
                  "metric": task.get("metric"),
-                 **({"decode": task.get("decode", "argmax")} if task["type"] == "token-classification" else {})},
+                 **({"decode": task.get("decode", "argmax"), "o_bias": task.get("o_bias", 0.0)}
+                    if task["type"] == "token-classification" else {})},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
         "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache")),

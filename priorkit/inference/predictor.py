@@ -89,14 +89,16 @@ def _quiet_loading() -> Iterator[None]:
 
 
 def load_model(path: str | Path, *, device: str | None = None, use_cache: bool = True,
-               max_length: int | None = None, decode: str | None = None) -> "Predictor":
+               max_length: int | None = None, decode: str | None = None,
+               o_bias: float | None = None) -> "Predictor":
     """Load a priorkit model folder (or run folder) with its prior on; see :class:`Predictor`.
 
     ``use_cache``: read word pairs from the cache the run used (read-only; words it
     lacks are computed, nothing is written; an unreadable or locked cache is skipped
     with a warning).  ``max_length``: tokens per input (default: the training max length).
     ``decode``: NER only, ``argmax`` or ``viterbi`` (default: the run's ``task.decode``,
-    recorded in priorkit.json; ``argmax`` for models saved before it).
+    recorded in priorkit.json; ``argmax`` for models saved before it); ``o_bias``: NER, added
+    to each word's log-probability of ``O`` (default: the run's ``task.o_bias``, else 0).
     """
     model_dir = resolve_folder(path)
     info = mf.read_info(model_dir)
@@ -125,6 +127,7 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
                           label_scale=float(task.get("label_scale") or 1.0), inputs=info.get("inputs") or "pairs",
                           max_length=ml, info=info, folder=model_dir, device=device)
     predictor.decode = decode or task.get("decode") or "argmax"
+    predictor.o_bias = float(task.get("o_bias") or 0.0) if o_bias is None else o_bias
     return predictor
 
 
@@ -173,6 +176,7 @@ class Predictor:
         self.model.eval()
         self.truncated: list[int] = []  # indices of the last call's inputs that were cut
         self._decode = "argmax"
+        self._o_bias = 0.0
 
     @property
     def decode(self) -> str:
@@ -190,6 +194,20 @@ class Predictor:
                 raise PriorkitError(f"viterbi decoding is for token classification; this model is {self.task_type}")
             tag_scheme(tuple(self.labels))  # labels outside BIO / BIOES stop here, not mid-prediction
         self._decode = value
+
+    @property
+    def o_bias(self) -> float:
+        """NER: added to each word's log-probability of ``O`` before decoding (0: as trained)."""
+        return self._o_bias
+
+    @o_bias.setter
+    def o_bias(self, value: float) -> None:
+        value = float(value)
+        if value and (self.task_type != "token-classification" or "O" not in (self.labels or [])):
+            raise PriorkitError(f"o_bias shifts the tag O of an NER model; this {self.task_type} model has none")
+        if not np.isfinite(value):
+            raise PriorkitError(f"o_bias must be a finite number, got {value}")
+        self._o_bias = value
 
     def channel(self, name: str) -> Any:
         """The model's channel ``name`` (None: it has none)."""
@@ -358,7 +376,7 @@ class Predictor:
 
         words = example["words"]
         first = first_subtokens(enc.word_ids(j))  # a word cut off by truncation has none: O
-        tags = decode_tags(logits[first], self.labels, self._decode) + ["O"] * (len(words) - len(first))
+        tags = decode_tags(logits[first], self.labels, self._decode, self._o_bias) + ["O"] * (len(words) - len(first))
         return {"tags": tags, "entities": entities(words, tags)}
 
     def attention(self, text_a: Any, text_b: str | None = None, *, layers: Any = None, heads: Any = None,

@@ -14,6 +14,8 @@ from .config import PipelineConfig, PriorConfig, digest, for_fraction, prior_set
 from .data import Split, fraction_indices
 from .layout import METRICS_FILE, MODEL_DIR, NO_PRIOR, RUN_FILE  # noqa: F401
 
+#: task fields that change how tags are read from the scores, not what a run learns (in the scores' key only)
+DECODING_FIELDS = ("decode", "o_bias")
 #: train-section fields that do not change what a run learns (not in its key)
 _NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
                  "device", "dataloader_workers", "progress", "eval_batch_size")
@@ -54,7 +56,7 @@ class RunPlan:
         return digest({
             **extra,
             "model": dataclasses.asdict(self.cfg.model),
-            "task": {k: v for k, v in dataclasses.asdict(self.cfg.task).items() if k != "decode"},
+            "task": {k: v for k, v in dataclasses.asdict(self.cfg.task).items() if k not in DECODING_FIELDS},
             "prior": prior_identity(self.prior),
             "train": train_cfg,
             "data": [train.digest, digest(idx.tolist())],
@@ -62,8 +64,10 @@ class RunPlan:
 
     def eval_key(self, train_key: str, splits: dict[str, Split]) -> str:
         key = {"train": train_key, "splits": {s: splits[s].digest for s in self.cfg.evaluate}}
-        if self.cfg.task.decode != "argmax":  # absent for argmax: the scores made before it stay valid
+        if self.cfg.task.decode != "argmax":  # absent at the defaults: the scores made before them stay valid
             key["decode"] = self.cfg.task.decode
+        if self.cfg.task.o_bias:
+            key["o_bias"] = self.cfg.task.o_bias
         return digest(key)
 
 

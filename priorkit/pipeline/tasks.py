@@ -162,7 +162,7 @@ class TokenClassificationTask(Task):
         truncated = 0
         for i, e in enumerate(examples):
             words = predictions[i][label_ids[i] != -100][: len(e["tags"])]  # one row per surviving word, in order
-            tags = decode_tags(words, self.labels, self.cfg.decode)
+            tags = decode_tags(words, self.labels, self.cfg.decode, self.cfg.o_bias)
             truncated += len(e["tags"]) - len(tags)
             tags += ["O"] * (len(e["tags"]) - len(tags))
             y_pred.append(tags)

@@ -3,6 +3,7 @@ one data source per split, sweep entries merged over the file's prior ...)."""
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 from typing import Any
 
@@ -35,6 +36,10 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("task.metric", f"{t.metric!r} is not a {t.type} metric; choose one of {', '.join(TASK_METRICS[t.type])}")
     if t.label_scale <= 0:
         raise fail("task.label_scale", f"must be positive, got {t.label_scale}")
+    if t.o_bias and t.type != "token-classification":
+        raise fail("task.o_bias", f"shifts the tag O of token classification; {t.type} has none")
+    if not math.isfinite(t.o_bias):
+        raise fail("task.o_bias", f"must be a finite number, got {t.o_bias}")
     if t.decode != "argmax":
         if t.type != "token-classification":
             raise fail("task.decode", f"{t.decode} decoding is for token classification, not {t.type}")

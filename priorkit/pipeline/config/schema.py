@@ -45,6 +45,9 @@ class TaskConfig:
     #: most likely tag; "viterbi": the most likely sequence of valid BIO (BIOES) tags
     #: (docs/inference.md#decoding). Changes the scores, not the training.
     decode: Literal["argmax", "viterbi"] = "argmax"
+    #: token classification: added to each word's log-probability of O before decoding
+    #: (above 0: fewer, surer entities; below 0: more). Chosen on a validation split.
+    o_bias: float = 0.0
 
 
 @dataclasses.dataclass
