@@ -70,6 +70,15 @@ def tag_scheme(labels: tuple[str, ...]) -> TagScheme:
     return TagScheme(tuple(labels), as_log(allowed), as_log(start), as_log(end))
 
 
+def check_decoding(decoding: str, labels: Sequence[str] | None) -> None:
+    """Stop early (not mid-prediction) on an unknown decoding, or on Viterbi over labels
+    outside BIO / BIOES."""
+    if decoding not in DECODINGS:
+        raise PriorkitError(f"decode {decoding!r} is not one of {', '.join(DECODINGS)}")
+    if decoding == "viterbi" and labels is not None:
+        tag_scheme(tuple(labels))
+
+
 def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
     """The position of each word's first sub-token, in word order (the words the tokenizer kept)."""
     out, previous = [], None

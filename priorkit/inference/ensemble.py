@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..decoding import DECODINGS, decode_tags, log_softmax, tag_scheme
+from ..decoding import check_decoding, decode_tags, log_softmax
 from ..errors import PriorkitError
 from .predictor import Predictor, entities, load_model
 
@@ -50,10 +50,7 @@ class Ensemble:
         # each model's columns in the first model's label order
         self._columns = [[list(p.labels).index(name) for name in labels] for p in self.predictors]
         decode = decode or predictors[0].decode
-        if decode not in DECODINGS:
-            raise PriorkitError(f"decode {decode!r} is not one of {', '.join(DECODINGS)}")
-        if decode == "viterbi":
-            tag_scheme(tuple(labels))
+        check_decoding(decode, labels)
         self.decode = decode
         self.o_bias = predictors[0].o_bias if o_bias is None else float(o_bias)
 

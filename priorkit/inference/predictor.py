@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..channels.base import PredictionWarning
-from ..decoding import first_subtokens
+from ..decoding import check_decoding, decode_tags, first_subtokens
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
@@ -185,14 +185,9 @@ class Predictor:
 
     @decode.setter
     def decode(self, value: str) -> None:
-        from ..decoding import DECODINGS, tag_scheme
-
-        if value not in DECODINGS:
-            raise PriorkitError(f"decode {value!r} is not one of {', '.join(DECODINGS)}")
-        if value == "viterbi":
-            if self.task_type != "token-classification":
-                raise PriorkitError(f"viterbi decoding is for token classification; this model is {self.task_type}")
-            tag_scheme(tuple(self.labels))  # labels outside BIO / BIOES stop here, not mid-prediction
+        if value == "viterbi" and self.task_type != "token-classification":
+            raise PriorkitError(f"viterbi decoding is for token classification; this model is {self.task_type}")
+        check_decoding(value, self.labels)
         self._decode = value
 
     @property
@@ -372,8 +367,6 @@ class Predictor:
             p = _softmax(logits)
             names = self.labels or [str(k) for k in range(len(p))]
             return {"label": names[int(p.argmax())], "probs": {n: float(v) for n, v in zip(names, p)}}
-        from ..decoding import decode_tags
-
         words = example["words"]
         first = first_subtokens(enc.word_ids(j))  # a word cut off by truncation has none: O
         tags = decode_tags(logits[first], self.labels, self._decode, self._o_bias) + ["O"] * (len(words) - len(first))

@@ -19,7 +19,9 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``calibration-thresholds`` (the dictionary's calibrated quality at each threshold),
 ``branch-devel-gain`` (this round's devel variants), ``branch-scores`` / ``branch-deltas`` /
 ``branch-gain`` / ``branch-1pct-gain`` / ``branch-100pct-gain`` (calibration by branch on the test sample),
-``devel-round3-gain`` (the third devel round beside it), ``w5-deltas`` (its choice on test).
+``devel-round3-gain`` (the third devel round beside it), ``w5-deltas`` (its choice on test);
+``decode-devel`` / ``decode-test-scores`` / ``decode-test-gain`` / ``decode-test-deltas`` (Viterbi
+decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decoding`).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import statistics as st
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import claims_decoding as decoding
 from . import claims_knowledge as knowledge
 from .claims_knowledge import KNOW, KNOW_BRANCH, WEAK
 from .claims_tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
@@ -228,6 +231,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "branch-gain": knowledge.branch_gain, "branch-devel-gain": knowledge.branch_devel_gain,
     "branch-1pct-gain": knowledge.branch_1pct_gain, "branch-100pct-gain": knowledge.branch_100pct_gain,
     "devel-round3-gain": knowledge.devel_round3_gain, "w5-deltas": knowledge.w5_deltas,
+    "decode-devel": decoding.decode_devel, "decode-test-scores": decoding.decode_test_scores,
+    "decode-test-gain": decoding.decode_test_gain, "decode-test-deltas": decoding.decode_test_deltas,
 }
 
 

@@ -43,14 +43,13 @@ def _check(cfg: PipelineConfig) -> None:
     if t.decode != "argmax":
         if t.type != "token-classification":
             raise fail("task.decode", f"{t.decode} decoding is for token classification, not {t.type}")
-        if t.labels is not None:
-            from ...decoding import tag_scheme
-            from ...errors import PriorkitError
+        from ...decoding import check_decoding
+        from ...errors import PriorkitError
 
-            try:
-                tag_scheme(tuple(t.labels))
-            except PriorkitError as exc:
-                raise fail("task.decode", str(exc)) from None
+        try:
+            check_decoding(t.decode, t.labels)
+        except PriorkitError as exc:
+            raise fail("task.decode", str(exc)) from None
     if cfg.model.max_length < 8:
         raise fail("model.max_length", f"must be at least 8, got {cfg.model.max_length}")
     for split in ("train", "eval", "test", "unlabeled"):
