@@ -49,6 +49,12 @@ W5_PAIRS = [("st-w5", "st-branch"), ("st-w5", "none"), ("st-w5", "features"), ("
 KNOW_W5_GAIN = "bc5cdr-knowledge-weight-dictionary.csv"
 
 
+# the decoding round (claims_decoding.py): the recipe's devel choice on test in the sweep's formats,
+# beside none and features each decoded by its own devel choice and the control (argmax)
+DECODE_RESULTS = "bc5cdr-knowledge-decode-results.csv"
+DECODE_GAIN = "bc5cdr-knowledge-decode-dictionary.csv"
+
+
 KNOW_DEVEL_MORE = ["bc5cdr-knowledge-devel-nodict-dictionary.csv", "bc5cdr-knowledge-devel-veto-dictionary.csv",
                    "bc5cdr-knowledge-devel-branch-dictionary.csv", "bc5cdr-knowledge-devel-branch2-dictionary.csv"]
 
@@ -171,6 +177,9 @@ RECIPE_ROWS = [  # regime, recipe, scores file, arm, (recall file or the curve's
     (BC5_REGIME, "silver labels + features (`mix`, weight 1)", SILVER, "silver", None),
     (BC5_REGIME, "self-training (teacher + calibrated dictionary)", KNOW, "self-train", (KNOW_GAIN, "self-train")),
     (BC5_REGIME, "self-training + calibration by branch", KNOW_BRANCH, "st-branch", (KNOW_BRANCH_GAIN, "st-branch")),
+    (BC5_REGIME, "the same mixed 0.6/0.4 with its twin without features, Viterbi, O bias 1 "
+     "(Δ against none decoded by its own devel choice)", DECODE_RESULTS, "st-branch-decoded",
+     (DECODE_GAIN, "st-branch-decoded")),
     (BC5_REGIME, "dictionary alone", None, None, (KNOW_GAIN, "dictionary alone")),
     (WEAK_REGIME, "none", WEAK, "none", (WEAK_GAIN, "none")),
     (WEAK_REGIME, "token features, calibrated", WEAK, "features", (WEAK_GAIN, "features")),
