@@ -84,17 +84,21 @@ failure\tI-Disease
 """
 
 
-@pytest.fixture(scope="module")
-def ner_run(tmp_path_factory, tiny_bert):
-    tmp = tmp_path_factory.mktemp("ner")
-    (tmp / "train.conll").write_text(CONLL * 4)
-    return train(tmp, tiny_bert, f"""\
+def train_ner(tmp: Path, model: Path, repeat: int, prior: str = "") -> Path:
+    """A tiny NER run on CONLL x ``repeat`` (``prior``: the pipeline's prior line, if any)."""
+    (tmp / "train.conll").write_text(CONLL * repeat)
+    return train(tmp, model, f"""\
         task: {{type: token-classification, metric: f1}}
         data:
           train: {{path: {tmp / 'train.conll'}}}
           eval: {{path: {tmp / 'train.conll'}, limit: 2}}
-        prior: {{name: wn, provider: wordnet, params: {{measure: wup}}, layout: full, attention: {{layers: [0]}}}}
-        """)
+        """ + prior)
+
+
+@pytest.fixture(scope="module")
+def ner_run(tmp_path_factory, tiny_bert):
+    return train_ner(tmp_path_factory.mktemp("ner"), tiny_bert, 4, "prior: {name: wn, provider: wordnet, "
+                     "params: {measure: wup}, layout: full, attention: {layers: [0]}}\n")
 
 
 # --------------------------------------------------------------------------- the folder
@@ -244,14 +248,7 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
 @pytest.fixture(scope="module")
 def ner_plain_run(tmp_path_factory, tiny_bert):
     """A second NER model, without a prior: the other half of an ensemble."""
-    tmp = tmp_path_factory.mktemp("ner-plain")
-    (tmp / "train.conll").write_text(CONLL * 3)
-    return train(tmp, tiny_bert, f"""\
-        task: {{type: token-classification, metric: f1}}
-        data:
-          train: {{path: {tmp / 'train.conll'}}}
-          eval: {{path: {tmp / 'train.conll'}, limit: 2}}
-        """)
+    return train_ner(tmp_path_factory.mktemp("ner-plain"), tiny_bert, 3)
 
 
 def test_an_ensemble_mixes_word_log_probabilities(ner_run, ner_plain_run, sts_run, tmp_path):
