@@ -118,6 +118,9 @@ sweep:
      "unknown provider 'ontologgy'"),
     ("    dict:\n      merge: unoin\n", 10, "sweep.posthoc.dict.merge", "did you mean 'union'"),
     ("    dict: {types: {}}\n", 9, "sweep.posthoc.dict.types", "is empty"),
+    ("    mixed: {of: none, mix: [nonee]}\n", 9, "sweep.posthoc.mixed.mix.0", "'nonee' is not a setting of sweep"),
+    ("    mixed: {of: none, mix: [none]}\n", 9, "sweep.posthoc.mixed.mix.0", "other than `of`"),
+    ("    mixed: {of: none, weights: [1.0]}\n", 9, "sweep.posthoc.mixed.mix", "is empty, so weights"),
 ])
 def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
     path = tmp_path / "p.yaml"
@@ -194,6 +197,7 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
             dict-calibrated: {{of: none, merge: override, provider: ontology,
                                params: {{path: {mini}, cache: false}}, types: {{mini: Disease}},
                                calibrate: {{threshold: 0.5}}}}
+            mixed: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5}}
           dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
@@ -238,6 +242,14 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         m = json.loads((out / "dict-calibrated" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
         want = ner_metrics(gold, [merge(t, d, "override") for t, d in zip(tags, cal_tags)])["f1"]
         assert m["metrics"]["test"]["f1"] == pytest.approx(want)
+        # mixed: the kept models of features (0.7) and none (0.3), Viterbi, O bias 0.5
+        ens = priorkit.load_ensemble([out / "features" / "frac1" / f"seed{seed}", out / "none" / "frac1" / f"seed{seed}"],
+                                     [0.7, 0.3], decode="viterbi", o_bias=0.5)
+        mixed_tags = [r["tags"] for r in ens.predict(words)]
+        assert read_predictions(out / "mixed" / "frac1" / f"seed{seed}", "test")[0] == mixed_tags
+        m = json.loads((out / "mixed" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
+        assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, mixed_tags)["f1"])
+        assert float(rows[("mixed", seed)]["test_f1"]) == pytest.approx(m["metrics"]["test"]["f1"])
     # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
     dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))
     alone = [r for r in dict_rows if r["prior"] == "dictionary alone"]

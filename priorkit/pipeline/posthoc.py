@@ -89,9 +89,35 @@ def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> li
     return [RunPlan(cfg, name, None, f, s) for f, s in pairs for name in cfg.sweep.posthoc]
 
 
-def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split]) -> str:
-    return digest({"base": base.get("eval_key"), "arm": dataclasses.asdict(arm),
-                   "splits": {s: splits[s].digest for s in cfg.evaluate}})
+_MIX_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None}
+
+
+def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split],
+         mixed: Sequence[dict] = ()) -> str:
+    settings = {k: v for k, v in dataclasses.asdict(arm).items()
+                if not (k in _MIX_DEFAULTS and v == _MIX_DEFAULTS[k])}  # a merge arm's key as before mixes
+    key = {"base": base.get("eval_key"), "arm": settings, "splits": {s: splits[s].digest for s in cfg.evaluate}}
+    if mixed:
+        key["mixed"] = [m.get("eval_key") for m in mixed]
+        key["decoding"] = [cfg.task.decode, cfg.task.o_bias]
+    return digest(key)
+
+
+def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
+                splits: dict[str, Split]) -> dict[str, list[list[str]]]:
+    """Each evaluated split's tags from the kept models of ``of`` and ``mix`` mixed word by word."""
+    from ..inference import load_ensemble
+    from .layout import MODEL_DIR
+
+    for d in dirs:
+        if not (d / MODEL_DIR / "config.json").exists():
+            raise PriorkitError(f"post-hoc arm {name!r} mixes the saved models of {', '.join([arm.of, *arm.mix])}, and "
+                                f"{d} has none; set train.keep_model: true and train it again (--force)")
+    ens = load_ensemble([d / MODEL_DIR for d in dirs], arm.weights, decode=arm.decode or cfg.task.decode,
+                        o_bias=cfg.task.o_bias if arm.o_bias is None else arm.o_bias,
+                        max_length=cfg.model.max_length)
+    return {split: [r["tags"] for r in ens.predict([list(e["words"]) for e in splits[split].examples])]
+            for split in cfg.evaluate}
 
 
 def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[tuple[float, int]], *,
@@ -111,13 +137,23 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if base is None:
                 log(f"[{plan.label}] post-hoc: skipped (no scored run of {arm.of!r} in {base_dir})")
                 continue
-            key = _key(cfg, arm, base, splits)
+            mixed_dirs = [RunPlan(cfg, m, None, fraction, seed).run_dir for m in arm.mix]
+            mixed = [read_json(d / METRICS_FILE) for d in mixed_dirs]
+            if any(m is None for m in mixed):
+                log(f"[{plan.label}] post-hoc: skipped (no scored run of {', '.join(arm.mix)} to mix in)")
+                continue
+            key = _key(cfg, arm, base, splits, mixed)
             done = read_json(plan.run_dir / METRICS_FILE)
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
             scores, tags = {}, {}
-            for split in cfg.evaluate:
+            if arm.mix:
+                tags = _mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits)
+                for split, predicted in tags.items():
+                    gold = [list(e["tags"]) for e in splits[split].examples]
+                    scores[split] = {**ner_metrics(gold, predicted), "examples": float(len(gold))}
+            for split in cfg.evaluate if not arm.mix else ():
                 got = read_predictions(base_dir, split)
                 if got is None:
                     raise PriorkitError(
@@ -140,7 +176,8 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
             write_json(plan.run_dir / METRICS_FILE, _metrics(cfg, plan, arm, base, key, scores))
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
-            log(f"[{plan.label}] post-hoc {arm.merge} of {arm.of}: done ({cfg.task.metric} "
+            what = f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}"
+            log(f"[{plan.label}] post-hoc {what}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 
 

@@ -238,10 +238,12 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
     """A sweep's ``sweep.controls`` report from its result rows (``results.csv``), in ``cfg.out_dir``.
 
     With ``sweep.posthoc`` every setting of ``sweep.controls`` (without controls: every
-    trained setting but the baseline) is also compared with each post-hoc arm.
+    trained setting but the baseline) is also compared with each post-hoc arm that merges a
+    dictionary (not the arms that mix trained models: they are recipes, not cheap baselines).
     """
     sw = cfg.sweep
-    if not sw.controls and not sw.posthoc:
+    merges = [name for name, arm in sw.posthoc.items() if not arm.mix]
+    if not sw.controls and not merges:
         return [], {}
     column = f"{sw.split}_{cfg.task.metric}"
     scores = cv.score_table(rows, column)
@@ -249,9 +251,9 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     comps = control_comparisons(scores, sw.controls, sw.baseline, sw.fractions)
     verdicts = control_verdicts(comps, sw.controls, sw.baseline, sw.fractions, higher, scale)
-    posthoc = list(sw.posthoc)
+    posthoc = merges
     if posthoc:
-        trained = {r["prior"] for r in rows} - set(posthoc) - {sw.baseline}
+        trained = {r["prior"] for r in rows} - set(sw.posthoc) - {sw.baseline}
         judged = list(sw.controls) or sorted(trained)
         merge_comps = posthoc_comparisons(scores, judged, posthoc, sw.fractions)
         comps = sorted(comps + merge_comps, key=lambda c: sw.fractions.index(c.fraction))  # stable: by fraction

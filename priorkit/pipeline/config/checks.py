@@ -155,6 +155,18 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
                                 "the trained setting whose predictions are merged")
         if arm.types is not None and not arm.types:
             raise fail(("types",), "is empty; map at least one match group to an entity type (or null for BC5CDR's)")
+        for i, other in enumerate(arm.mix):
+            if other not in settings or other == arm.of:
+                raise fail(("mix", str(i)), f"{other!r} is not a setting of sweep.priors other than `of` "
+                                            f"({', '.join(settings)}); `mix` names the settings whose models are mixed in")
+        if arm.mix and not cfg.train.keep_model:
+            raise fail(("mix",), "mixes the runs' saved models: set train.keep_model: true")
+        if arm.weights is not None and len(arm.weights) != 1 + len(arm.mix):
+            raise fail(("weights",), f"{len(arm.weights)} weights for {1 + len(arm.mix)} models (`of` first, then `mix`)")
+        if arm.weights is not None and (any(w < 0 for w in arm.weights) or sum(arm.weights) <= 0):
+            raise fail(("weights",), f"must be non-negative with a positive sum, got {arm.weights}")
+        if not arm.mix and (arm.weights is not None or arm.decode is not None or arm.o_bias is not None):
+            raise fail(("mix",), "is empty, so weights, decode and o_bias do nothing; name the settings to mix in")
         from ...plugins import list_providers
 
         known = [e.name for e in list_providers()]

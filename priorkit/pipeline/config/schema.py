@@ -236,6 +236,14 @@ class PosthocConfig:
     types: dict[str, str] | None = None
     #: calibrate the dictionary on each run's gold subset first (docs/calibration.md); null: as it is.
     calibrate: CalibrateConfig | None = None
+    #: settings whose kept models are mixed with ``of``'s word by word (docs/inference.md#ensembles)
+    #: instead of a dictionary merge; needs train.keep_model. Empty: the dictionary merge above.
+    mix: list[str] = dataclasses.field(default_factory=list)
+    #: with ``mix``: each model's share, ``of`` first (null: equal shares).
+    weights: list[float] | None = None
+    #: with ``mix``: argmax | viterbi (null: task.decode) and the O bias (null: task.o_bias).
+    decode: Literal["argmax", "viterbi"] | None = None
+    o_bias: float | None = None
 
 
 @dataclasses.dataclass
