@@ -17,6 +17,12 @@ writes a ``metrics.json`` and ``predictions-<split>.jsonl`` of its own in
 ``runs/<name>/<arm>/frac<F>/seed<S>/``, so the tables, the paired Δ, the verdicts and the
 curves treat it as an arm.  Its ``posthoc_key`` (the base run's eval key, the arm's
 settings, the split digests) says when the merge must be redone.
+
+An arm with ``mix`` merges no dictionary: it loads the kept models of ``of`` and of the
+settings in ``mix`` (same fraction and seed) as one :class:`~priorkit.inference.Ensemble`,
+tags every evaluated split with their mixed word log-probabilities and scores the tags the
+same way (docs/pipelines.md#mixing-trained-models); its key also holds the mixed runs' eval
+keys and the task's decoding.
 """
 from __future__ import annotations
 
