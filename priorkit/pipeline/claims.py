@@ -21,7 +21,8 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``branch-gain`` / ``branch-1pct-gain`` / ``branch-100pct-gain`` (calibration by branch on the test sample),
 ``devel-round3-gain`` (the third devel round beside it), ``w5-deltas`` (its choice on test);
 ``decode-devel`` / ``decode-test-scores`` / ``decode-test-gain`` / ``decode-test-deltas`` (Viterbi
-decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decoding`).
+decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decoding`), ``decode-dial`` /
+``decode-not-blind`` (the mix weight between precision and recall outside the dictionary).
 """
 from __future__ import annotations
 
@@ -235,6 +236,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "devel-round3-gain": knowledge.devel_round3_gain, "w5-deltas": knowledge.w5_deltas,
     "decode-devel": decoding.decode_devel, "decode-test-scores": decoding.decode_test_scores,
     "decode-test-gain": decoding.decode_test_gain, "decode-test-deltas": decoding.decode_test_deltas,
+    "decode-dial": decoding.decode_dial, "decode-not-blind": decoding.decode_not_blind,
 }
 
 

@@ -112,3 +112,66 @@ def decode_test_deltas(res: Results) -> str:
     pairs = [(best, "st-branch"), ("st-branch-v", "st-branch"), (best, none), (best, features),
              (best, "self-train-control"), (none, "none"), (features, "features")]
     return deltas_markdown(s, list(dict.fromkeys(p for p in pairs if None not in p and p[0] != p[1])))
+
+
+# the mix weight as a dial between precision and recall outside the dictionary: the grid widened
+# after the first test look (weights 0.5-0.2, O bias 0, 1, 1.5), a file of its own so that the
+# first grid's choice stays the one made before the test scores were read
+DECODE_WIDE = "bc5cdr-knowledge-decode-wide.csv"
+
+
+def _all_recipe_rows(res: Results) -> list[dict[str, Any]]:
+    return [r for r in res.csv(DECODE) + res.csv(DECODE_WIDE) if family(r) == RECIPE]
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return st.mean(float(r[key]) for r in rows)
+
+
+def not_blind(res: Results) -> str | None:
+    """The recipe setting (both grids) with the highest devel F1 among those whose devel recall
+    outside the dictionary is at least no knowledge's (none as the pipeline scores it)."""
+    floor = _mean(_runs(res, "eval", NONE)["none"], "recall_other")
+    dev: dict[str, list[dict[str, Any]]] = {}
+    for r in _all_recipe_rows(res):
+        if r["split"] == "eval":
+            dev.setdefault(setting(r), []).append(r)
+    ok = {k: v for k, v in dev.items() if _mean(v, "recall_other") >= floor}
+    return max(ok, key=lambda k: _mean(ok[k], "f1")) if ok else None
+
+
+def decode_dial(res: Results) -> str:
+    """Viterbi, per st-branch share of the mix (1: st-branch alone, 0: st-nofeat alone) and O
+    bias: devel F1 and recall outside, test F1 and recall outside (means over the seeds)."""
+    groups: dict[tuple[float, float], dict[str, list[dict[str, Any]]]] = {}
+    for r in _all_recipe_rows(res):
+        if r["decode"] != "viterbi":
+            continue
+        w = float(r["weight"]) if r["arm"] != "st-nofeat" else 0.0
+        groups.setdefault((w, float(r["o_bias"])), {}).setdefault(r["split"], []).append(r)
+    rows = []
+    for (w, b), by in sorted(groups.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        if "eval" not in by or "test" not in by:
+            continue
+        rows.append([f"{w:g}", f"{b:g}", f"{_mean(by['eval'], 'f1'):.2f}", f"{_mean(by['eval'], 'recall_other'):.1f}",
+                     f"{_mean(by['test'], 'f1'):.2f}", f"{_mean(by['test'], 'recall_other'):.1f}"])
+    none = _runs(res, "eval", NONE)["none"], _runs(res, "test", NONE)["none"]
+    rows.append(["none (argmax)", "0", f"{_mean(none[0], 'f1'):.2f}", f"{_mean(none[0], 'recall_other'):.1f}",
+                 f"{_mean(none[1], 'f1'):.2f}", f"{_mean(none[1], 'recall_other'):.1f}"])
+    return _table(["st-branch share", "O bias", "devel F1", "devel recall outside", "test F1", "test recall outside"],
+                  rows)
+
+
+def decode_not_blind(res: Results) -> str:
+    """The devel choice under the constraint 'recall outside at least no knowledge's', on test,
+    paired against none and features each decoded by its own devel choice."""
+    name = not_blind(res)
+    if name is None:
+        return "No setting reaches no knowledge's recall outside the dictionary on devel.\n"
+    test = [r for r in _all_recipe_rows(res) if r["split"] == "test" and setting(r) == name]
+    s = _scores(res, "test")
+    s[(name, FRACTION)] = {int(r["seed"]): float(r["f1"]) for r in test}
+    none, features = chosen(res, NONE), chosen(res, FEATURES)
+    table = deltas_markdown(s, [(name, "none"), (name, none), (name, features), (name, "features")])
+    return (f"Chosen: `{name}`; test F1 {_mean(test, 'f1'):.2f}, precision {_mean(test, 'precision'):.1f}, "
+            f"recall inside / outside {_mean(test, 'recall_dict'):.1f} / {_mean(test, 'recall_other'):.1f}.\n\n" + table)
