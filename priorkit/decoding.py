@@ -121,8 +121,7 @@ def decode_tags(word_logits: np.ndarray, labels: Sequence[str], decoding: str = 
     a word must be ``exp(o_bias)`` times likelier an entity than not; below 0: more).
     """
     word_logits = np.asarray(word_logits, dtype=np.float64)
-    if decoding not in DECODINGS:
-        raise PriorkitError(f"unknown decoding {decoding!r}; choose one of {', '.join(DECODINGS)}")
+    check_decoding(decoding, None)  # the labels' scheme is checked below, where Viterbi needs it
     if len(word_logits) == 0:
         return []
     if word_logits.ndim != 2 or word_logits.shape[1] != len(labels):

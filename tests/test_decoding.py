@@ -116,7 +116,7 @@ def test_scheme_rules():
 def test_bad_labels_and_decodings_say_what_to_do():
     with pytest.raises(PriorkitError, match=r"'PER' is none of them; decode with argmax"):
         decode_tags(np.zeros((2, 2)), ["O", "PER"], "viterbi")
-    with pytest.raises(PriorkitError, match="unknown decoding 'beam'; choose one of argmax, viterbi"):
+    with pytest.raises(PriorkitError, match="decode 'beam' is not one of argmax, viterbi"):
         decode_tags(np.zeros((2, 5)), BIO, "beam")
     with pytest.raises(PriorkitError, match=r"shape \(2, 3\) for 5 labels"):
         decode_tags(np.zeros((2, 3)), BIO, "viterbi")

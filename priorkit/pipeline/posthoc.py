@@ -109,6 +109,32 @@ def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, 
     return digest(key)
 
 
+def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPlan, base_dir: Any,
+                 splits: dict[str, Split], matched: dict[tuple, list[list[str]]]) -> dict[str, list[list[str]]]:
+    """Each evaluated split's tags: the base run's saved predictions merged with the dictionary's
+    matches (``matched``: the dictionary's tags per split and calibration, filled once per arm)."""
+    tags = {}
+    for split in cfg.evaluate:
+        got = read_predictions(base_dir, split)
+        if got is None:
+            raise PriorkitError(
+                f"{base_dir} has no predictions-{split}.jsonl, which post-hoc arm {name!r} merges "
+                f"(the run was scored before the evaluate step saved its predictions); score it again: "
+                f"keep its model (train.keep_model) and run `priorkit sweep ... --force`, or delete "
+                f"the folder to retrain it")
+        predicted, gold = got
+        examples = splits[split].examples
+        if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
+            raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
+                                f"sentences of split {split!r}; score the run again (--force)")
+        drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
+        which = (split, tuple(drop), tuple(keep))
+        if which not in matched:
+            matched[which] = dictionary_tags(arm, examples, drop, keep)
+        tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[which])]
+    return tags
+
+
 def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
                 splits: dict[str, Split]) -> dict[str, list[list[str]]]:
     """Each evaluated split's tags from the kept models of ``of`` and ``mix`` mixed word by word."""
@@ -153,31 +179,10 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
-            scores, tags = {}, {}
-            if arm.mix:
-                tags = _mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits)
-                for split, predicted in tags.items():
-                    gold = [list(e["tags"]) for e in splits[split].examples]
-                    scores[split] = {**ner_metrics(gold, predicted), "examples": float(len(gold))}
-            for split in cfg.evaluate if not arm.mix else ():
-                got = read_predictions(base_dir, split)
-                if got is None:
-                    raise PriorkitError(
-                        f"{base_dir} has no predictions-{split}.jsonl, which post-hoc arm {name!r} merges "
-                        f"(the run was scored before the evaluate step saved its predictions); score it again: "
-                        f"keep its model (train.keep_model) and run `priorkit sweep ... --force`, or delete "
-                        f"the folder to retrain it")
-                predicted, gold = got
-                examples = splits[split].examples
-                if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
-                    raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
-                                        f"sentences of split {split!r}; score the run again (--force)")
-                drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
-                which = (split, tuple(drop), tuple(keep))
-                if which not in matched:
-                    matched[which] = dictionary_tags(arm, examples, drop, keep)
-                tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[which])]
-                scores[split] = {**ner_metrics(gold, tags[split]), "examples": float(len(examples))}
+            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
+                    else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
+            scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
+                              "examples": float(len(t))} for split, t in tags.items()}
             for split, merged in tags.items():
                 write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
             write_json(plan.run_dir / METRICS_FILE, _metrics(cfg, plan, arm, base, key, scores))

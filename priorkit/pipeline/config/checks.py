@@ -3,8 +3,8 @@ one data source per split, sweep entries merged over the file's prior ...)."""
 from __future__ import annotations
 
 import copy
-import math
 import dataclasses
+import math
 from typing import Any
 
 from ...spec import PriorSpecError
