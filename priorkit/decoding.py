@@ -79,6 +79,17 @@ def check_decoding(decoding: str, labels: Sequence[str] | None) -> None:
         tag_scheme(tuple(labels))
 
 
+def check_o_bias(o_bias: float, labels: Sequence[str] | None) -> float:
+    """``o_bias`` as a float, stopped early when it is not finite or shifts an ``O`` that
+    ``labels`` lack (None: the labels are checked at decoding)."""
+    o_bias = float(o_bias)
+    if not np.isfinite(o_bias):
+        raise PriorkitError(f"o_bias must be a finite number, got {o_bias}")
+    if o_bias and labels is not None and "O" not in labels:
+        raise PriorkitError(f"o_bias shifts the tag 'O', which the labels {list(labels)} lack; leave it at 0")
+    return o_bias
+
+
 def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
     """The position of each word's first sub-token, in word order (the words the tokenizer kept)."""
     out, previous = [], None
@@ -127,9 +138,7 @@ def decode_tags(word_logits: np.ndarray, labels: Sequence[str], decoding: str = 
     if word_logits.ndim != 2 or word_logits.shape[1] != len(labels):
         raise PriorkitError(f"{decoding} decoding: scores of shape {word_logits.shape} for {len(labels)} labels")
     scores = log_softmax(word_logits)
-    if o_bias:
-        if "O" not in labels:
-            raise PriorkitError(f"o_bias shifts the tag 'O', which the labels {list(labels)} lack; leave it at 0")
+    if check_o_bias(o_bias, labels):
         scores[:, list(labels).index("O")] += o_bias
     if decoding == "argmax":
         return [labels[int(k)] for k in scores.argmax(-1)]

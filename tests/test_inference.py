@@ -286,6 +286,8 @@ def test_an_ensemble_mixes_word_log_probabilities(ner_run, ner_plain_run, sts_ru
         Ensemble([a, b], [1.0, -0.5])
     with pytest.raises(priorkit.PriorkitError, match="at least two models"):
         Ensemble([a])
+    with pytest.raises(priorkit.PriorkitError, match="o_bias must be a finite number, got nan"):
+        Ensemble([a, b], o_bias=float("nan"))
     result = cli("predict", str(ner_run), str(words), "--weight", "0.5")
     assert result.returncode == 2 and "name the others with --with" in result.stderr
 

@@ -121,6 +121,7 @@ sweep:
     ("    mixed: {of: none, mix: [nonee]}\n", 9, "sweep.posthoc.mixed.mix.0", "'nonee' is not a setting of sweep"),
     ("    mixed: {of: none, mix: [none]}\n", 9, "sweep.posthoc.mixed.mix.0", "other than `of`"),
     ("    mixed: {of: none, weights: [1.0]}\n", 9, "sweep.posthoc.mixed.mix", "is empty, so weights"),
+    ("    mixed: {of: none, o_bias: .nan}\n", 9, "sweep.posthoc.mixed.o_bias", "must be a finite number, got nan"),
 ])
 def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
     path = tmp_path / "p.yaml"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..decoding import check_decoding, decode_tags, log_softmax
+from ..decoding import check_decoding, check_o_bias, decode_tags, log_softmax
 from ..errors import PriorkitError
 from .predictor import Predictor, entities, load_model
 
@@ -52,7 +52,7 @@ class Ensemble:
         decode = decode or predictors[0].decode
         check_decoding(decode, labels)
         self.decode = decode
-        self.o_bias = predictors[0].o_bias if o_bias is None else float(o_bias)
+        self.o_bias = predictors[0].o_bias if o_bias is None else check_o_bias(o_bias, labels)
 
     def word_log_probs(self, inputs: Iterable[Any], batch_size: int = 32) -> list[np.ndarray]:
         """Each sentence's mixed (words, labels) log-probabilities (the first model's label order)."""

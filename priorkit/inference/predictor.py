@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..channels.base import PredictionWarning
-from ..decoding import check_decoding, decode_tags, first_subtokens
+from ..decoding import check_decoding, check_o_bias, decode_tags, first_subtokens
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
@@ -200,9 +200,7 @@ class Predictor:
         value = float(value)
         if value and (self.task_type != "token-classification" or "O" not in (self.labels or [])):
             raise PriorkitError(f"o_bias shifts the tag O of an NER model; this {self.task_type} model has none")
-        if not np.isfinite(value):
-            raise PriorkitError(f"o_bias must be a finite number, got {value}")
-        self._o_bias = value
+        self._o_bias = check_o_bias(value, self.labels)
 
     def channel(self, name: str) -> Any:
         """The model's channel ``name`` (None: it has none)."""

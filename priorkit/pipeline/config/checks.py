@@ -165,6 +165,8 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
             raise fail(("weights",), f"{len(arm.weights)} weights for {1 + len(arm.mix)} models (`of` first, then `mix`)")
         if arm.weights is not None and (any(w < 0 for w in arm.weights) or sum(arm.weights) <= 0):
             raise fail(("weights",), f"must be non-negative with a positive sum, got {arm.weights}")
+        if arm.o_bias is not None and not math.isfinite(arm.o_bias):
+            raise fail(("o_bias",), f"must be a finite number, got {arm.o_bias}")
         if not arm.mix and (arm.weights is not None or arm.decode is not None or arm.o_bias is not None):
             raise fail(("mix",), "is empty, so weights, decode and o_bias do nothing; name the settings to mix in")
         from ...plugins import list_providers
