@@ -3,12 +3,15 @@ pipeline's splits, argmax against Viterbi decoding, and optionally mixed with a 
 word by word (no training; docs/inference.md#decoding).
 
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
-        [--o-bias 0 0.5] [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv]
+        [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
+        [--cache DIR] [--out docs/results/NAME.csv]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
 the same order (the same seed); each word's log-probabilities are then
-``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--o-bias``:
+``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--outside``:
+the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
+words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
 models say; above 0 fewer entities).  One row per (model, split, weight, bias, decoding): precision, recall, F1, and recall on the gold entities the
 sweep's dictionary tags exactly and on the others (docs/pipelines.md).  ``--cache`` keeps each
@@ -67,7 +70,10 @@ def main() -> None:
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--with", dest="others", nargs="+", type=Path, default=None)
     ap.add_argument("--weights", nargs="+", type=float, default=[1.0])
+    ap.add_argument("--outside", nargs="+", type=float, default=None,
+                    help="RUN's weights at the words the dictionary does not tag (default: --weights)")
     ap.add_argument("--o-bias", dest="biases", nargs="+", type=float, default=[0.0])
+    ap.add_argument("--decodings", nargs="+", choices=DECODINGS, default=list(DECODINGS))
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
     ap.add_argument("--name", default="", help="the runs' arm, for the rows (default: empty)")
     ap.add_argument("--with-name", default="", help="the --with runs' arm, for the rows")
@@ -84,6 +90,7 @@ def main() -> None:
         examples = data[split].examples
         gold = [list(e["tags"]) for e in examples]
         dictionary = dictionary_split_tags(arm, [e["words"] for e in examples], gold)
+        tagged = [np.array([t != "O" for t in d]) for d in dictionary]  # the words the dictionary tags
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)
             b = None
@@ -91,15 +98,21 @@ def main() -> None:
                 b, labels_b = word_log_probs(args.others[i], split, examples, args.cache)
                 if labels_b != labels:
                     raise SystemExit(f"{args.others[i]} predicts {labels_b}, {run} {labels}: not the same task")
-            for w in args.weights if b is not None else [1.0]:
-                mixed = a if w == 1.0 else [w * x + (1 - w) * y for x, y in zip(a, b)]
+            pairs = [(w, w) for w in args.weights] if args.outside is None else \
+                [(w, wo) for w in args.weights for wo in args.outside]
+            for w, wo in pairs if b is not None else [(1.0, 1.0)]:
+                gates = [np.where(t[:len(x), None], w, wo) for x, t in zip(a, tagged)]
+                mixed = a if w == wo == 1.0 else [g * x + (1 - g) * y for g, x, y in zip(gates, a, b)]
                 for bias in args.biases:
-                    for how in DECODINGS:
+                    for how in args.decodings:
                         tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
-                        mix = b is not None and w < 1
+                        mix = b is not None and not w == wo == 1.0
                         seed = re.search(r"seed(\d+)", str(run))
+                        fraction = re.search(r"frac([0-9.]+)/", str(run))
                         row = {"arm": f"{args.name}+{args.with_name}" if mix else args.name,
-                               "seed": seed.group(1) if seed else "", "split": split, "weight": w, "o_bias": bias,
+                               **({"fraction": fraction.group(1)} if fraction else {}),
+                               "seed": seed.group(1) if seed else "", "split": split, "weight": w,
+                               **({"weight_outside": wo} if args.outside is not None else {}), "o_bias": bias,
                                "decode": how, **scores(tags, gold, dictionary),
                                "model": str(run), "with": str(args.others[i]) if mix else ""}
                         rows.append(row)

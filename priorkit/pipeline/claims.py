@@ -22,7 +22,9 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 ``devel-round3-gain`` (the third devel round beside it), ``w5-deltas`` (its choice on test);
 ``decode-devel`` / ``decode-test-scores`` / ``decode-test-gain`` / ``decode-test-deltas`` (Viterbi
 decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decoding`), ``decode-dial`` /
-``decode-not-blind`` (the mix weight between precision and recall outside the dictionary).
+``decode-not-blind`` (the mix weight between precision and recall outside the dictionary);
+``mix-gate`` (the mix gated by the dictionary), ``obias-per-run`` (the O bias chosen per run on
+devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 100%; :mod:`.claims_mix`).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from typing import Callable, Sequence
 
 from . import claims_decoding as decoding
 from . import claims_knowledge as knowledge
+from . import claims_mix as mix
 from .claims_knowledge import DECODE_RESULTS, KNOW, KNOW_BRANCH, WEAK
 from .claims_tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
@@ -237,6 +240,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "decode-devel": decoding.decode_devel, "decode-test-scores": decoding.decode_test_scores,
     "decode-test-gain": decoding.decode_test_gain, "decode-test-deltas": decoding.decode_test_deltas,
     "decode-dial": decoding.decode_dial, "decode-not-blind": decoding.decode_not_blind,
+    "mix-gate": mix.mix_gate, "obias-per-run": mix.obias_per_run,
+    "mix-curve-scores": mix.mix_curve_scores, "mix-curve-deltas": mix.mix_curve_deltas,
 }
 
 

@@ -1,0 +1,141 @@
+"""Claims blocks of issue 30's fifth round, on the recipe of record (0.6 of the features
+student's log-probabilities and 0.4 of its twin's without features, Viterbi, O bias 1;
+:mod:`.claims_decoding`): a mix gated by the dictionary, the O bias chosen per run on devel,
+and the recipe at 1%, 10% and 100% gold.  Rows are ``benchmarks/decode_check.py``'s (one per
+model, split, weights, O bias and decoding); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
+"""
+from __future__ import annotations
+
+import statistics as st
+from typing import Any
+
+from . import claims_decoding as decoding
+from .claims_knowledge import CURVE_ERRORS, CURVE_ERRORS_100, KNOW_1PCT_GAIN, KNOW_BRANCH
+from .claims_tables import Results, Scores, _mean_sd, _pct, _table, deltas_markdown
+
+GATE = "bc5cdr-knowledge-mix-gate.csv"
+BIAS = "bc5cdr-knowledge-obias.csv"
+CURVE = "bc5cdr-knowledge-mix-curve.csv"
+RECIPE = "mix6-v-o1"  # the devel choice of the decoding round (decode-devel)
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return st.mean(float(r[key]) for r in rows)
+
+
+# ---- a mix gated by the dictionary -------------------------------------------------------
+def _gate_groups(res: Results) -> dict[tuple[float, float, float], dict[str, list[dict[str, Any]]]]:
+    groups: dict[tuple[float, float, float], dict[str, list[dict[str, Any]]]] = {}
+    for r in res.csv(GATE):
+        key = (float(r["weight"]), float(r["weight_outside"]), float(r["o_bias"]))
+        groups.setdefault(key, {}).setdefault(r["split"], []).append(r)
+    return groups
+
+
+def mix_gate(res: Results) -> str:
+    """Per (st-branch's share at the words the dictionary tags, its share at the others): the O
+    bias with the best devel mean, devel F1 and recall outside there, and the same on test;
+    the best devel row in bold (equal shares: the ungated mix)."""
+    best: dict[tuple[float, float], tuple[float, dict[str, list[dict[str, Any]]]]] = {}
+    for (w, wo, b), by in _gate_groups(res).items():
+        if "eval" not in by or "test" not in by:
+            continue
+        if (w, wo) not in best or _mean(by["eval"], "f1") > _mean(best[(w, wo)][1]["eval"], "f1"):
+            best[(w, wo)] = (b, by)
+    top = max(best, key=lambda k: _mean(best[k][1]["eval"], "f1"))
+    rows = []
+    for (w, wo), (b, by) in sorted(best.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
+        f1 = f"{_mean(by['eval'], 'f1'):.2f}"
+        rows.append([f"{w:g}", f"{wo:g}", f"{b:g}", f"**{f1}**" if (w, wo) == top else f1,
+                     f"{_mean(by['eval'], 'recall_other'):.1f}", f"{_mean(by['test'], 'f1'):.2f}",
+                     f"{_mean(by['test'], 'recall_dict'):.1f}",
+                     f"{_mean(by['test'], 'recall_other'):.1f}", str(len(by["test"]))])
+    return _table(["share inside", "share outside", "O bias (devel)", "devel F1", "devel recall outside", "test F1",
+                   "test recall inside", "test recall outside", "seeds"], rows)
+
+
+# ---- the O bias chosen per run -----------------------------------------------------------
+FAMILIES = [("st-branch", 1.0, "st-branch-v"), ("st-branch+st-nofeat", 0.6, RECIPE), ("none", 1.0, "none-v-o1"),
+            ("features", 1.0, "features-v-o1")]
+
+
+def obias_per_run(res: Results) -> str:
+    """Each family's O bias chosen per seed on devel (Viterbi, the finer grid), its test F1
+    against the one bias chosen over all seeds on the coarse grid (the decoding round's), paired."""
+    rows_by: dict[tuple[str, float, str, int], list[dict[str, Any]]] = {}
+    for r in res.csv(BIAS):
+        rows_by.setdefault((r["arm"], float(r["weight"]), r["split"], int(r["seed"])), []).append(r)
+    fixed = decoding._scores(res, "test")
+    scores: Scores = {}
+    out = []
+    for arm, w, reference in FAMILIES:
+        seeds = sorted({k[3] for k in rows_by if k[:3] == (arm, w, "eval")})
+        chosen, per_run = [], {}
+        for s in seeds:
+            b = float(max(rows_by[(arm, w, "eval", s)], key=lambda r: float(r["f1"]))["o_bias"])
+            test = next(r for r in rows_by[(arm, w, "test", s)] if float(r["o_bias"]) == b)
+            chosen.append(b)
+            per_run[s] = float(test["f1"])
+        if not per_run or (reference, decoding.FRACTION) not in fixed:
+            continue
+        name = f"{reference.split('-v')[0] if w == 1.0 else 'mix6'}-v-auto"
+        scores[(name, decoding.FRACTION)] = per_run
+        scores[(reference, decoding.FRACTION)] = fixed[(reference, decoding.FRACTION)]
+        delta = deltas_markdown(scores, [(name, reference)]).splitlines()[-1].split(" | ")[-1].rstrip(" |")
+        out.append([name, " ".join(f"{b:g}" for b in chosen), _mean_sd(list(per_run.values())), reference,
+                    _mean_sd(list(fixed[(reference, decoding.FRACTION)].values())), delta])
+    return _table(["per-run choice", "O bias per seed", "test F1", "one choice", "test F1", "Δ [95% CI], seeds ahead"],
+                  out)
+
+
+# ---- the recipe at 1%, 10% and 100% --------------------------------------------------------
+def _curve_rows(res: Results) -> dict[tuple[str, float], list[dict[str, Any]]]:
+    """Test rows by (setting, fraction): this round's models at 1% and 100%, the decoding round's at 10%."""
+    out: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for r in res.csv(CURVE):
+        if r["split"] == "test":
+            out.setdefault((decoding.setting(r), float(r["fraction"])), []).append(r)
+    for r in res.csv(decoding.DECODE):
+        if r["split"] == "test":
+            out.setdefault((decoding.setting(r), decoding.FRACTION), []).append(r)
+    return out
+
+
+def _none_outside(res: Results, fraction: float) -> list[float]:
+    if fraction == decoding.FRACTION:
+        return [v["recall_other"] for v in res.json(CURVE_ERRORS)["per_seed"]["none"].values()]
+    if fraction == 1.0:
+        return [v["recall_other"] for v in res.json(CURVE_ERRORS_100)["per_seed"]["none"].values()]
+    return [float(r["recall_other"]) for r in res.csv(KNOW_1PCT_GAIN) if r["prior"] == "none"
+            and abs(float(r["fraction"]) - fraction) < 1e-9]
+
+
+def _curve_scores(res: Results) -> Scores:
+    s: Scores = {k: v for k, v in res.scores(KNOW_BRANCH).items() if k[0] in ("none", "features")}
+    for (name, f), rows in _curve_rows(res).items():
+        if name in (RECIPE, "st-branch", "st-nofeat"):
+            s[(f"{name} (kept)" if name == "st-branch" else name, f)] = {int(r["seed"]): float(r["f1"]) for r in rows}
+    return s
+
+
+def mix_curve_scores(res: Results) -> str:
+    """Test F1 (mean (sd, seeds)) per fraction: none and features (the pipeline's runs, argmax),
+    st-branch and st-nofeat (kept models, argmax) and the recipe; recall outside the dictionary
+    of none, st-branch and the recipe, recall inside of the recipe."""
+    s, rows = _curve_scores(res), _curve_rows(res)
+    out = []
+    for f in sorted({f for (name, f) in s if name == RECIPE}):
+        cells = [_mean_sd(list(s.get((a, f), {}).values())) for a in
+                 ("none", "features", "st-branch (kept)", "st-nofeat", RECIPE)]
+        none_out = _none_outside(res, f)
+        out.append([_pct(f), *cells, f"{st.mean(none_out):.1f}" if none_out else "-",
+                    f"{_mean(rows[('st-branch', f)], 'recall_other'):.1f}",
+                    f"{_mean(rows[(RECIPE, f)], 'recall_dict'):.1f} / {_mean(rows[(RECIPE, f)], 'recall_other'):.1f}"])
+    return _table(["fraction", "none", "features", "st-branch", "st-nofeat", "recipe (mix6-v-o1)",
+                   "none: recall outside", "st-branch: recall outside", "recipe: recall inside / outside"], out)
+
+
+def mix_curve_deltas(res: Results) -> str:
+    """The recipe paired by seed against st-branch (the same kept models), none and features
+    (the pipeline's runs, argmax) at each fraction."""
+    return deltas_markdown(_curve_scores(res), [(RECIPE, "st-branch (kept)"), (RECIPE, "none"), (RECIPE, "features")])
