@@ -16,6 +16,7 @@ from .claims_tables import Results, Scores, _mean_sd, _pct, _table, deltas_markd
 GATE = "bc5cdr-knowledge-mix-gate.csv"
 BIAS = "bc5cdr-knowledge-obias.csv"
 CURVE = "bc5cdr-knowledge-mix-curve.csv"
+CURVE_RESULTS = "bc5cdr-knowledge-mix-curve-results.csv"  # the recipe in the sweep's format (README rows)
 RECIPE = "mix6-v-o1"  # the devel choice of the decoding round (decode-devel)
 
 
@@ -143,4 +144,7 @@ def mix_curve_scores(res: Results) -> str:
 def mix_curve_deltas(res: Results) -> str:
     """The recipe paired by seed against st-branch (the same kept models), none and features
     (the pipeline's runs, argmax) at each fraction."""
-    return deltas_markdown(_curve_scores(res), [(RECIPE, "st-branch (kept)"), (RECIPE, "none"), (RECIPE, "features")])
+    s = _curve_scores(res)
+    fractions = {f for (name, f) in s if name == RECIPE}
+    return deltas_markdown({k: v for k, v in s.items() if k[1] in fractions},
+                           [(RECIPE, "st-branch (kept)"), (RECIPE, "none"), (RECIPE, "features")])
