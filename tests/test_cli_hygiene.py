@@ -57,7 +57,11 @@ def test_ctrl_c_exits_130(tmp_path):
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
                             # a suite started in the background inherits SIGINT ignored: undo that
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(4)
+    # interrupt the work, not the interpreter's start-up (slow on a loaded machine): wait for the cache file
+    deadline = time.monotonic() + 120
+    while not cache.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
