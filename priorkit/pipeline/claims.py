@@ -147,9 +147,9 @@ README_ROWS = [  # task, file, fraction, arm, label
     (BC5, KNOW_BRANCH, 0.1, "st-branch", "self-training, dictionary calibrated by branch"),
     (BC5, DECODE_RESULTS, 0.1, "st-branch-decoded", "the same, mixed with its twin without features, Viterbi "
      "decoding, O bias 1 (chosen on devel; none decoded the same way)"),
-    (BC5, mix.CURVE_RESULTS, 0.01, "st-mix", "the mix of the two students, the 10% devel choice unchanged (none "
-     "scored by the pipeline, argmax)"),
     (BC5, KNOW_BRANCH, 1.0, "st-branch", "self-training, dictionary calibrated by branch (devel as unlabelled text)"),
+    (BC5, mix.CURVE_RESULTS, 1.0, "st-mix", "the mix of the two students, the 10% devel choice unchanged (none "
+     "scored by the pipeline, argmax)"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "features", "token features, calibrated"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "silver", "silver labels, default (auto) weights"),
     ("BC5CDR Disease, HPO alone (weak dictionary)", WEAK, 0.1, "self-train", "self-training"),

@@ -107,13 +107,13 @@ def _curve_rows(res: Results) -> dict[tuple[str, float], list[dict[str, Any]]]:
     return out
 
 
-def _none_outside(res: Results, fraction: float) -> list[float]:
-    if fraction == decoding.FRACTION:
-        return [v["recall_other"] for v in res.json(CURVE_ERRORS)["per_seed"]["none"].values()]
-    if fraction == 1.0:
-        return [v["recall_other"] for v in res.json(CURVE_ERRORS_100)["per_seed"]["none"].values()]
+def _none_outside(res: Results, fraction: float, seeds: set[int]) -> list[float]:
+    """No knowledge's recall outside the dictionary at ``fraction``, on the recipe's ``seeds``."""
+    if fraction in (decoding.FRACTION, 1.0):
+        per_seed = res.json(CURVE_ERRORS if fraction == decoding.FRACTION else CURVE_ERRORS_100)["per_seed"]["none"]
+        return [v["recall_other"] for s, v in per_seed.items() if int(s) in seeds]
     return [float(r["recall_other"]) for r in res.csv(KNOW_1PCT_GAIN) if r["prior"] == "none"
-            and abs(float(r["fraction"]) - fraction) < 1e-9]
+            and abs(float(r["fraction"]) - fraction) < 1e-9 and int(r["seed"]) in seeds]
 
 
 def _curve_scores(res: Results) -> Scores:
@@ -127,13 +127,13 @@ def _curve_scores(res: Results) -> Scores:
 def mix_curve_scores(res: Results) -> str:
     """Test F1 (mean (sd, seeds)) per fraction: none and features (the pipeline's runs, argmax),
     st-branch and st-nofeat (kept models, argmax) and the recipe; recall outside the dictionary
-    of none, st-branch and the recipe, recall inside of the recipe."""
+    of none (on the recipe's seeds), st-branch and the recipe, recall inside of the recipe."""
     s, rows = _curve_scores(res), _curve_rows(res)
     out = []
     for f in sorted({f for (name, f) in s if name == RECIPE}):
         cells = [_mean_sd(list(s.get((a, f), {}).values())) for a in
                  ("none", "features", "st-branch (kept)", "st-nofeat", RECIPE)]
-        none_out = _none_outside(res, f)
+        none_out = _none_outside(res, f, set(s[(RECIPE, f)]))
         out.append([_pct(f), *cells, f"{st.mean(none_out):.1f}" if none_out else "-",
                     f"{_mean(rows[('st-branch', f)], 'recall_other'):.1f}",
                     f"{_mean(rows[(RECIPE, f)], 'recall_dict'):.1f} / {_mean(rows[(RECIPE, f)], 'recall_other'):.1f}"])
