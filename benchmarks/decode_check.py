@@ -56,6 +56,16 @@ def word_log_probs(folder: Path, split: str, examples: list[dict], cache: Path |
     return [log_softmax(b) for b in blocks], list(predictor.labels)
 
 
+def mix_log_probs(a: list, b: list, tagged: list, w: float, w_outside: float) -> list[np.ndarray]:
+    """Each sentence's ``g * a + (1 - g) * b``, ``g`` = ``w`` at the words the dictionary tags
+    (``tagged``) and ``w_outside`` at the others."""
+    out = []
+    for x, y, t in zip(a, b, tagged):
+        g = np.where(t[:len(x), None], w, w_outside)
+        out.append(g * x + (1 - g) * y)
+    return out
+
+
 def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[str]]) -> dict:
     m = ner_metrics(gold, tags)
     r = dictionary_recall(tags, gold, dictionary)
@@ -98,17 +108,16 @@ def main() -> None:
                 b, labels_b = word_log_probs(args.others[i], split, examples, args.cache)
                 if labels_b != labels:
                     raise SystemExit(f"{args.others[i]} predicts {labels_b}, {run} {labels}: not the same task")
+            seed = re.search(r"seed(\d+)", str(run))
+            fraction = re.search(r"frac([0-9.]+)/", str(run))
             pairs = [(w, w) for w in args.weights] if args.outside is None else \
                 [(w, wo) for w in args.weights for wo in args.outside]
             for w, wo in pairs if b is not None else [(1.0, 1.0)]:
-                gates = [np.where(t[:len(x), None], w, wo) for x, t in zip(a, tagged)]
-                mixed = a if w == wo == 1.0 else [g * x + (1 - g) * y for g, x, y in zip(gates, a, b)]
+                mix = b is not None and not w == wo == 1.0
+                mixed = mix_log_probs(a, b, tagged, w, wo) if mix else a
                 for bias in args.biases:
                     for how in args.decodings:
                         tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
-                        mix = b is not None and not w == wo == 1.0
-                        seed = re.search(r"seed(\d+)", str(run))
-                        fraction = re.search(r"frac([0-9.]+)/", str(run))
                         row = {"arm": f"{args.name}+{args.with_name}" if mix else args.name,
                                **({"fraction": fraction.group(1)} if fraction else {}),
                                "seed": seed.group(1) if seed else "", "split": split, "weight": w,

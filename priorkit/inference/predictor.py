@@ -198,7 +198,7 @@ class Predictor:
     @o_bias.setter
     def o_bias(self, value: float) -> None:
         value = float(value)
-        if value and (self.task_type != "token-classification" or "O" not in (self.labels or [])):
+        if value and self.task_type != "token-classification":
             raise PriorkitError(f"o_bias shifts the tag O of an NER model; this {self.task_type} model has none")
         self._o_bias = check_o_bias(value, self.labels)
 

@@ -18,10 +18,7 @@ BIAS = "bc5cdr-knowledge-obias.csv"
 CURVE = "bc5cdr-knowledge-mix-curve.csv"
 CURVE_RESULTS = "bc5cdr-knowledge-mix-curve-results.csv"  # the recipe in the sweep's format (README rows)
 RECIPE = "mix6-v-o1"  # the devel choice of the decoding round (decode-devel)
-
-
-def _mean(rows: list[dict[str, Any]], key: str) -> float:
-    return st.mean(float(r[key]) for r in rows)
+_mean = decoding._mean  # a column's mean over rows
 
 
 # ---- a mix gated by the dictionary -------------------------------------------------------

@@ -114,6 +114,7 @@ def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPl
     """Each evaluated split's tags: the base run's saved predictions merged with the dictionary's
     matches (``matched``: the dictionary's tags per split and calibration, filled once per arm)."""
     tags = {}
+    drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
     for split in cfg.evaluate:
         got = read_predictions(base_dir, split)
         if got is None:
@@ -127,7 +128,6 @@ def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPl
         if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
             raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
                                 f"sentences of split {split!r}; score the run again (--force)")
-        drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
         which = (split, tuple(drop), tuple(keep))
         if which not in matched:
             matched[which] = dictionary_tags(arm, examples, drop, keep)

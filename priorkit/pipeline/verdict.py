@@ -251,13 +251,12 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     comps = control_comparisons(scores, sw.controls, sw.baseline, sw.fractions)
     verdicts = control_verdicts(comps, sw.controls, sw.baseline, sw.fractions, higher, scale)
-    posthoc = merges
-    if posthoc:
+    if merges:
         trained = {r["prior"] for r in rows} - set(sw.posthoc) - {sw.baseline}
         judged = list(sw.controls) or sorted(trained)
-        merge_comps = posthoc_comparisons(scores, judged, posthoc, sw.fractions)
+        merge_comps = posthoc_comparisons(scores, judged, merges, sw.fractions)
         comps = sorted(comps + merge_comps, key=lambda c: sw.fractions.index(c.fraction))  # stable: by fraction
-        verdicts += posthoc_verdicts(merge_comps, judged, posthoc, sw.fractions, higher, scale)
+        verdicts += posthoc_verdicts(merge_comps, judged, merges, sw.fractions, higher, scale)
     verdicts = mark_not_run(verdicts, scores)
     from .plan import RunPlan
     from .predictions import sentence_ci
@@ -270,5 +269,5 @@ def sweep_controls(cfg: PipelineConfig, rows: Sequence[Mapping[str, Any]], cache
     files = write_controls(comps, verdicts, cfg.out_dir, title=f"{cfg.name}: priors vs {sw.baseline} and their "
                            f"controls ({cfg.task.metric} on {sw.split})", baseline=sw.baseline,
                            ylabel=f"Δ {cfg.task.metric}{unit}", higher_is_better=higher, scale=scale, plot=sw.plot,
-                           posthoc=posthoc, sentence_cis=cis if any(ci is not None for ci in cis) else None)
+                           posthoc=merges, sentence_cis=cis if any(ci is not None for ci in cis) else None)
     return verdicts, files
