@@ -357,3 +357,26 @@ def test_a_teacher_without_token_features_labels_for_a_student_with_them(tmp_pat
     assert teacher.get("prior") is None and student.get("prior") is not None
     record = json.loads((run / "self_training.json").read_text())
     assert record["teacher"]["steps"] > 0 and record["rounds"][0]["kept"]
+
+
+def _recall_rows(arm: str, outside: list[float], fraction: float = 0.1) -> list[dict]:
+    return [{"prior": arm, "fraction": fraction, "seed": s, "precision": 70.0, "recall": 70.0, "f1": 70.0,
+             "recall_dict": 90.0, "recall_other": v, "coverage": 72.0} for s, v in enumerate(outside)]
+
+
+def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
+    from priorkit.pipeline.dictionary_report import DICTIONARY_ROW, blind_spots, markdown
+
+    rows = (_recall_rows("none", [48.0, 46.0, 47.0]) + _recall_rows("st-branch", [35.0, 36.0, 47.5])
+            + _recall_rows("features", [47.5, 45.5, 46.5]) + _recall_rows("late", [10.0], fraction=1.0)
+            + [{**_recall_rows(DICTIONARY_ROW, [0.0])[0], "seed": "-"}])
+    lines = blind_spots(rows, "none")
+    # st-branch: (35-48 + 36-46 + 47.5-47) / 3 = -7.5, two seeds below; features -0.5 is within the margin;
+    # "late" has no baseline run at its fraction, the dictionary row is not an arm
+    assert len(lines) == 1 and "st-branch at fraction 0.1" in lines[0]
+    assert "39.5%" in lines[0] and "none 47.0%" in lines[0] and "-7.5 points, 2/3 seeds below" in lines[0]
+    assert blind_spots(rows, None) == [] and blind_spots(rows, "features") != []
+    assert blind_spots(rows, "none", margin=0.1)[0].startswith("blind outside the dictionary: features")
+    section = markdown(rows, "test", "none")
+    assert section.rstrip().endswith(lines[0]) and "- blind outside" in section
+    assert "blind" not in markdown(rows, "test")  # no baseline named: no comparison

@@ -142,6 +142,8 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     sw.print_table(cfg, result.cells)
     for verdict in result.verdicts:  # sweep.controls: does each prior beat no prior and its control?
         click.echo(verdict.line)
+    for line in result.blind:  # knowledge that costs recall where the dictionary is silent
+        click.echo(f"warning: {line}")
     for kind, path in result.files.items():
         click.echo(f"{kind}: {path}")
 

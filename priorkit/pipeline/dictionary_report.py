@@ -6,6 +6,10 @@ The dictionary is ``sweep.dictionary`` or, by default, the file prior's provider
 concept matches (its matches typed by the silver labels' map, BC5CDR's by default, kept to
 the task's entity types).  Everything is read from the runs' saved
 ``predictions-<split>.jsonl``; the split's words come from the pipeline's data.
+
+:func:`blind_spots` names the arms that find fewer of the other entities than the baseline
+(knowledge that blinds the model where the dictionary is silent); the section and the sweep's
+console output end with those lines.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from .predictions import read_predictions
 
 CSV_FILE = "results-dictionary.csv"
 DICTIONARY_ROW = "dictionary alone"
+BLIND_MARGIN = 1.0  # points of recall outside the dictionary below the baseline's (paired mean) that warn
 
 
 def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
@@ -105,8 +110,35 @@ def _split_key(split: str) -> str:
     return "eval" if split == "eval" else "test"
 
 
-def markdown(rows: Sequence[dict[str, Any]], split: str) -> str:
-    """The section of results.md: means over seeds per (arm, fraction)."""
+def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
+                margin: float = BLIND_MARGIN) -> list[str]:
+    """One line per (arm, fraction) whose recall outside the dictionary is below the baseline's
+    by more than ``margin`` points, paired by seed (the mean over the seeds both ran)."""
+    if not baseline:
+        return []
+    by: dict[tuple[str, float], dict[Any, float]] = {}
+    for r in rows:
+        by.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = float(r["recall_other"])
+    out = []
+    for (name, fraction), per_seed in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        base = by.get((baseline, fraction), {})
+        seeds = sorted(set(per_seed) & set(base), key=str)
+        if name in (baseline, DICTIONARY_ROW) or not seeds:
+            continue
+        diffs = [per_seed[s] - base[s] for s in seeds]
+        mean = sum(diffs) / len(diffs)
+        if mean < -margin:
+            below = sum(d < 0 for d in diffs)
+            out.append(f"blind outside the dictionary: {name} at fraction {fraction:g} finds "
+                       f"{sum(per_seed[s] for s in seeds) / len(seeds):.1f}% of the entities the dictionary does "
+                       f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({mean:+.1f} points, "
+                       f"{below}/{len(seeds)} seeds below): its gain comes from the dictionary's entities; "
+                       "see docs/silver.md, when it pays and when it hurts")
+    return out
+
+
+def markdown(rows: Sequence[dict[str, Any]], split: str, baseline: str | None = None) -> str:
+    """The section of results.md: means over seeds per (arm, fraction), then :func:`blind_spots`."""
     if not rows:
         return ""
     groups: dict[tuple[str, float], list[dict]] = {}
@@ -127,16 +159,20 @@ def markdown(rows: Sequence[dict[str, Any]], split: str) -> str:
         runs = "-" if name == DICTIONARY_ROW else str(n)
         lines.append(f"| {name} | {fraction:g} | {runs} | {mean('f1')} | {mean('precision')} | {mean('recall')} | "
                      f"{mean('recall_dict')} | {mean('recall_other')} |")
+    blind = blind_spots(rows, baseline)
+    if blind:
+        lines += ["", *(f"- {line}" for line in blind)]
     return "\n".join(lines) + "\n"
 
 
-def write(cfg: PipelineConfig, rows: Sequence[dict[str, Any]], folder: Path) -> tuple[str, Path | None]:
-    """(the Markdown section, the CSV file) of a sweep's runs; ("", None) when there is nothing."""
+def write(cfg: PipelineConfig, rows: Sequence[dict[str, Any]], folder: Path) -> tuple[str, Path | None, list[str]]:
+    """(the Markdown section, the CSV file, the :func:`blind_spots` lines) of a sweep's runs;
+    ("", None, []) when there is nothing."""
     table = dictionary_rows(cfg, rows)
     if not table:
-        return "", None
+        return "", None, []
     path = write_csv(table, folder / CSV_FILE)
-    return markdown(table, cfg.sweep.split), path
+    return markdown(table, cfg.sweep.split, cfg.sweep.baseline), path, blind_spots(table, cfg.sweep.baseline)
 
 
 def write_csv(table: Sequence[dict[str, Any]], path: Path) -> Path:

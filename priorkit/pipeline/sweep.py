@@ -128,6 +128,8 @@ class SweepResult:
     files: dict[str, Path]
     #: with ``sweep.controls``: whether each setting pays off at each fraction
     verdicts: list[Verdict] = dataclasses.field(default_factory=list)
+    #: token classification with a dictionary: the arms blind where it is silent (dictionary_report.blind_spots)
+    blind: list[str] = dataclasses.field(default_factory=list)
 
 
 def grid(cfg: PipelineConfig) -> list[RunPlan]:
@@ -252,7 +254,7 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     write_csv(rows, files["csv"])
     from .dictionary_report import write as dictionary_section
 
-    section, dict_csv = dictionary_section(cfg, rows, out)  # recall inside and outside the dictionary
+    section, dict_csv, blind = dictionary_section(cfg, rows, out)  # recall inside and outside the dictionary
     files["md"].write_text(markdown_table(cfg, cells) + section)
     if dict_csv is not None:
         files["dictionary"] = dict_csv
@@ -265,7 +267,7 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         files["selection"] = write_sweep_selection(cfg, rows, out / SELECTION_FILE)
     verdicts, control_files = sweep_controls(cfg, rows, counts)
     files.update(control_files)
-    return SweepResult(cfg, rows, cells, files, verdicts)
+    return SweepResult(cfg, rows, cells, files, verdicts, blind)
 
 
 def add_sentence_cis(cfg: PipelineConfig, cells: Sequence[Cell], cache: dict | None = None) -> None:
