@@ -24,7 +24,9 @@ issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``
 decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decoding`), ``decode-dial`` /
 ``decode-not-blind`` (the mix weight between precision and recall outside the dictionary);
 ``mix-gate`` (the mix gated by the dictionary), ``obias-per-run`` (the O bias chosen per run on
-devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 100%; :mod:`.claims_mix`).
+devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 100%; :mod:`.claims_mix`),
+``blind-frontier`` (every post-hoc family's F1 against recall outside the dictionary),
+``mix-weak-scores`` / ``mix-weak-deltas`` / ``mix-weak-gain`` (the recipe's file in the weak regime).
 """
 from __future__ import annotations
 
@@ -244,6 +246,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "decode-dial": decoding.decode_dial, "decode-not-blind": decoding.decode_not_blind,
     "mix-gate": mix.mix_gate, "obias-per-run": mix.obias_per_run,
     "mix-curve-scores": mix.mix_curve_scores, "mix-curve-deltas": mix.mix_curve_deltas,
+    "blind-frontier": mix.blind_frontier,
 }
 
 

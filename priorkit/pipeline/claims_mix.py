@@ -1,7 +1,8 @@
 """Claims blocks of issue 30's fifth round, on the recipe of record (0.6 of the features
 student's log-probabilities and 0.4 of its twin's without features, Viterbi, O bias 1;
 :mod:`.claims_decoding`): a mix gated by the dictionary, the O bias chosen per run on devel,
-and the recipe at 1%, 10% and 100% gold.  Rows are ``benchmarks/decode_check.py``'s (one per
+the recipe at 1%, 10% and 100% gold, and (sixth round) every post-hoc family's trade between
+F1 and recall outside the dictionary, and the recipe's file in the weak-dictionary regime.  Rows are ``benchmarks/decode_check.py``'s (one per
 model, split, weights, O bias and decoding); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
@@ -10,10 +11,13 @@ import statistics as st
 from typing import Any
 
 from . import claims_decoding as decoding
-from .claims_knowledge import CURVE_ERRORS, CURVE_ERRORS_100, KNOW_1PCT_GAIN, KNOW_BRANCH
-from .claims_tables import Results, Scores, _ci, _mean_sd, _pct, _table, deltas_markdown
+from .claims_knowledge import CURVE_ERRORS, CURVE_ERRORS_100, KNOW_1PCT_GAIN, KNOW_BRANCH, MIX_WEAK, MIX_WEAK_GAIN
+from .claims_tables import (Results, Scores, _by_arm, _ci, _mean_sd, _pct, _table, deltas_markdown, gain_markdown,
+                            scores_markdown)
 
 GATE = "bc5cdr-knowledge-mix-gate.csv"
+GATE_NONE = "bc5cdr-knowledge-mix-gate-none.csv"  # the same gate with no knowledge as the partner
+UNION = "bc5cdr-knowledge-union.csv"  # benchmarks/span_union.py: the recipe + a partner's confident entities
 BIAS = "bc5cdr-knowledge-obias.csv"
 CURVE = "bc5cdr-knowledge-mix-curve.csv"
 CURVE_RESULTS = "bc5cdr-knowledge-mix-curve-results.csv"  # the recipe in the sweep's format (README rows)
@@ -145,3 +149,97 @@ def mix_curve_deltas(res: Results) -> str:
     fractions = {f for (name, f) in s if name == RECIPE}
     return deltas_markdown({k: v for k, v in s.items() if k[1] in fractions},
                            [(RECIPE, "st-branch (kept)"), (RECIPE, "none"), (RECIPE, "features")])
+
+
+# ---- the post-hoc frontier: F1 against recall outside the dictionary -------------------------
+Family = dict[str, dict[str, list[dict[str, Any]]]]  # setting -> split -> rows (one a seed)
+
+
+def _families(res: Results) -> list[tuple[str, Family]]:
+    """Every post-hoc family measured on the kept 10% models, each setting's rows by split."""
+    def add(fam: Family, label: str, r: dict[str, Any]) -> None:
+        fam.setdefault(label, {}).setdefault(r["split"], []).append(r)
+
+    dial: Family = {}
+    for r in res.csv(decoding.DECODE):
+        if decoding.family(r) == decoding.RECIPE:
+            add(dial, decoding.setting(r), r)
+    out = [("one mix weight at every word (2c)", dial)]
+    for name, file in (("gated: st-nofeat where the dictionary is silent", GATE),
+                       ("gated: none where the dictionary is silent", GATE_NONE)):
+        fam: Family = {}
+        for r in res.csv(file):
+            add(fam, f"{float(r['weight']):g} / {float(r['weight_outside']):g}, O bias {float(r['o_bias']):g}", r)
+        out.append((name, fam))
+    for partner in ("none", "st-nofeat"):
+        fam = {}
+        for r in res.csv(UNION):
+            if r["arm"] == f"mix+{partner}":
+                add(fam, f"{r['filter']}, confidence ≥ {float(r['threshold']):g}", r)
+        out.append((f"the recipe + {partner}'s confident entities", fam))
+    return out
+
+
+def _none_recall_outside(res: Results, split: str) -> float:
+    """No knowledge's recall outside the dictionary (its kept models, argmax, no O bias)."""
+    return _mean([r for r in res.csv(decoding.DECODE) if r["arm"] == "none" and r["split"] == split
+                  and r["decode"] == "argmax" and float(r["o_bias"]) == 0.0], "recall_other")
+
+
+def blind_frontier(res: Results) -> str:
+    """Per post-hoc family: its devel optimum (devel and test F1 and recall outside), its least
+    blind setting on devel, and its best devel F1 among the settings whose devel recall outside
+    reaches no knowledge's (the issue's target, chosen on devel)."""
+    floor = _none_recall_outside(res, "eval")
+    rows = []
+    for name, fam in _families(res):
+        fam = {k: v for k, v in fam.items() if "eval" in v and "test" in v}
+        if not fam:
+            continue
+        opt = max(fam, key=lambda k: _mean(fam[k]["eval"], "f1"))
+        least = max(fam, key=lambda k: _mean(fam[k]["eval"], "recall_other"))
+        reach = [k for k in fam if _mean(fam[k]["eval"], "recall_other") >= floor]
+        at = max(reach, key=lambda k: _mean(fam[k]["eval"], "f1")) if reach else None
+        ev, te = fam[opt]["eval"], fam[opt]["test"]
+        rows.append([name, str(len(fam)), opt,
+                     f"{_mean(ev, 'f1'):.2f} / {_mean(ev, 'recall_other'):.1f}",
+                     f"{_mean(te, 'f1'):.2f} / {_mean(te, 'recall_other'):.1f}",
+                     f"{least}: {_mean(fam[least]['eval'], 'recall_other'):.1f} at {_mean(fam[least]['eval'], 'f1'):.2f}",
+                     f"{at}: {_mean(fam[at]['eval'], 'f1'):.2f} (test {_mean(fam[at]['test'], 'f1'):.2f} / "
+                     f"{_mean(fam[at]['test'], 'recall_other'):.1f})" if at else "no setting reaches it",
+                     str(len(ev))])
+    table = _table(["family", "settings", "devel optimum", "devel F1 / outside", "test F1 / outside",
+                    "least blind on devel: outside at F1", "best devel F1 at outside ≥ none's", "seeds"], rows)
+    added = []
+    for partner in ("none", "st-nofeat"):
+        cells = []
+        for th in (0.5, 0.9):
+            runs = [r for r in res.csv(UNION) if r["arm"] == f"mix+{partner}" and r["split"] == "eval"
+                    and r["filter"] == "any" and float(r["threshold"]) == th and r["added_right"]]
+            if runs:
+                cells.append(f"{_mean(runs, 'added_right'):.1f}% at confidence ≥ {th:g} "
+                             f"({_mean(runs, 'added'):.0f} a seed)")
+        if cells:
+            added.append(f"{partner}'s: {', '.join(cells)}")
+    return table + (f"\nNo knowledge (its kept models, argmax): recall outside {floor:.1f} on devel, "
+                    f"{_none_recall_outside(res, 'test'):.1f} on test. The entities a union adds (filter any, devel) "
+                    f"are gold entities in {'; '.join(added)}.\n")
+
+
+# ---- the recipe's file in the weak-dictionary regime -----------------------------------------
+MIX_WEAK_ARMS = ["none", "st-branch", "st-nofeat", "st-mix"]
+MIX_WEAK_PAIRS = [("st-mix", "none"), ("st-branch", "none"), ("st-nofeat", "none"), ("st-mix", "st-branch")]
+
+
+def mix_weak_scores(res: Results) -> str:
+    """Every arm of pipelines/bc5cdr-mix.yaml (all scored with Viterbi, O bias 1) on BC5CDR
+    Disease with the HPO dictionary alone, 10% gold."""
+    return scores_markdown(res.rows(MIX_WEAK), res.scores(MIX_WEAK), MIX_WEAK_ARMS)
+
+
+def mix_weak_deltas(res: Results) -> str:
+    return deltas_markdown(res.scores(MIX_WEAK), MIX_WEAK_PAIRS)
+
+
+def mix_weak_gain(res: Results) -> str:
+    return gain_markdown(_by_arm(res.csv(MIX_WEAK_GAIN)))
