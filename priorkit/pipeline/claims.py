@@ -246,7 +246,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "decode-dial": decoding.decode_dial, "decode-not-blind": decoding.decode_not_blind,
     "mix-gate": mix.mix_gate, "obias-per-run": mix.obias_per_run,
     "mix-curve-scores": mix.mix_curve_scores, "mix-curve-deltas": mix.mix_curve_deltas,
-    "blind-frontier": mix.blind_frontier,
+    "blind-frontier": mix.blind_frontier, "mix-weak-scores": mix.mix_weak_scores,
+    "mix-weak-deltas": mix.mix_weak_deltas, "mix-weak-gain": mix.mix_weak_gain,
 }
 
 
