@@ -66,6 +66,14 @@ def mix_log_probs(a: list, b: list, tagged: list, w: float, w_outside: float) ->
     return out
 
 
+def split_tags(data: dict, arm, split: str) -> tuple[list[dict], list[list[str]], list[list[str]], list[np.ndarray]]:
+    """A split's examples, gold tags, the dictionary's tags and (per sentence) the words it tags."""
+    examples = data[split].examples
+    gold = [list(e["tags"]) for e in examples]
+    dictionary = dictionary_split_tags(arm, [e["words"] for e in examples], gold)
+    return examples, gold, dictionary, [np.array([t != "O" for t in d]) for d in dictionary]
+
+
 def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[str]]) -> dict:
     m = ner_metrics(gold, tags)
     r = dictionary_recall(tags, gold, dictionary)
@@ -97,10 +105,7 @@ def main() -> None:
     arm = dictionary_of(cfg)
     rows = []
     for split in args.splits:
-        examples = data[split].examples
-        gold = [list(e["tags"]) for e in examples]
-        dictionary = dictionary_split_tags(arm, [e["words"] for e in examples], gold)
-        tagged = [np.array([t != "O" for t in d]) for d in dictionary]  # the words the dictionary tags
+        examples, gold, dictionary, tagged = split_tags(data, arm, split)
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)
             b = None

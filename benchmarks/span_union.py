@@ -23,13 +23,13 @@ import re
 from pathlib import Path
 
 import numpy as np
-from decode_check import mix_log_probs, scores, word_log_probs
+from decode_check import mix_log_probs, scores, split_tags, word_log_probs
 
 from priorkit.decoding import decode_tags
 from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import entities
-from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
+from priorkit.pipeline.dictionary_report import dictionary_of
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -93,10 +93,7 @@ def main() -> None:
     arm = dictionary_of(cfg)
     rows = []
     for split in args.splits:
-        examples = data[split].examples
-        gold = [list(e["tags"]) for e in examples]
-        dictionary = dictionary_split_tags(arm, [e["words"] for e in examples], gold)
-        tagged = [np.array([t != "O" for t in d]) for d in dictionary]
+        examples, gold, dictionary, tagged = split_tags(data, arm, split)
         pad = [len(g) for g in gold]
         for run, other, partner in zip(args.runs, args.others, args.partners):
             a, labels = word_log_probs(run, split, examples, args.cache)
