@@ -374,7 +374,11 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     # st-branch: (35-48 + 36-46 + 47.5-47) / 3 = -7.5, two seeds below; features -0.5 is within the margin;
     # "late" has no baseline run at its fraction, the dictionary row is not an arm
     assert len(lines) == 1 and "st-branch at fraction 0.1" in lines[0]
-    assert "39.5%" in lines[0] and "none 47.0%" in lines[0] and "-7.5 points, 2/3 seeds below" in lines[0]
+    # paired over 3 seeds: sd 7.09, t(0.975, 2) = 4.303, so the CI spans 0: the line says so
+    assert "39.5%" in lines[0] and "none 47.0%" in lines[0]
+    assert "(-7.5 points, 95% CI [-25.1, +10.1], 2/3 seeds below)" in lines[0]
+    one = blind_spots(_recall_rows("none", [48.0]) + _recall_rows("kd", [40.0]), "none")
+    assert len(one) == 1 and "(-8.0 points, 1/1 seeds below)" in one[0]  # one seed: no CI to give
     assert blind_spots(rows, None) == [] and blind_spots(rows, "features") != []
     assert blind_spots(rows, "none", margin=0.1)[0].startswith("blind outside the dictionary: features")
     section = markdown(rows, "test", "none")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .config import PipelineConfig, PosthocConfig
+from ..stats import paired
 from .dictionary_recall import dictionary_recall
 from .predictions import read_predictions
 
@@ -113,7 +114,8 @@ def _split_key(split: str) -> str:
 def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
                 margin: float = BLIND_MARGIN) -> list[str]:
     """One line per (arm, fraction) whose recall outside the dictionary is below the baseline's
-    by more than ``margin`` points, paired by seed (the mean over the seeds both ran)."""
+    by more than ``margin`` points, paired by seed (the mean over the seeds both ran; the line
+    gives its 95% CI, :func:`priorkit.stats.paired`, so that a drop on few seeds reads as such)."""
     if not baseline:
         return []
     by: dict[tuple[str, float], dict[Any, float]] = {}
@@ -125,13 +127,13 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
         seeds = sorted(set(per_seed) & set(base), key=str)
         if name in (baseline, DICTIONARY_ROW) or not seeds:
             continue
-        diffs = [per_seed[s] - base[s] for s in seeds]
-        mean = sum(diffs) / len(diffs)
-        if mean < -margin:
-            below = sum(d < 0 for d in diffs)
+        d = paired([per_seed[s] - base[s] for s in seeds])
+        if d.mean < -margin:
+            below = sum(per_seed[s] < base[s] for s in seeds)
+            ci = f", 95% CI [{d.ci_low:+.1f}, {d.ci_high:+.1f}]" if d.n > 1 else ""
             out.append(f"blind outside the dictionary: {name} at fraction {fraction:g} finds "
                        f"{sum(per_seed[s] for s in seeds) / len(seeds):.1f}% of the entities the dictionary does "
-                       f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({mean:+.1f} points, "
+                       f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({d.mean:+.1f} points{ci}, "
                        f"{below}/{len(seeds)} seeds below): its gain comes from the dictionary's entities; "
                        "see docs/silver.md, when it pays and when it hurts")
     return out
