@@ -66,6 +66,12 @@ def mix_log_probs(a: list, b: list, tagged: list, w: float, w_outside: float) ->
     return out
 
 
+def pipeline_data(path: str) -> tuple[dict, object]:
+    """A pipeline file's splits and its dictionary (the sweep's, docs/pipelines.md)."""
+    cfg = load_config(path)
+    return load_data(cfg), dictionary_of(cfg)
+
+
 def split_tags(data: dict, arm, split: str) -> tuple[list[dict], list[list[str]], list[list[str]], list[np.ndarray]]:
     """A split's examples, gold tags, the dictionary's tags and (per sentence) the words it tags."""
     examples = data[split].examples
@@ -100,9 +106,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.others is not None and len(args.others) != len(args.runs):
         ap.error(f"--with names {len(args.others)} models for {len(args.runs)} runs; give one per run")
-    cfg = load_config(args.pipeline)
-    data = load_data(cfg)
-    arm = dictionary_of(cfg)
+    data, arm = pipeline_data(args.pipeline)
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)

@@ -23,13 +23,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-from decode_check import mix_log_probs, scores, split_tags, word_log_probs
+from decode_check import mix_log_probs, pipeline_data, scores, split_tags, word_log_probs
 
 from priorkit.decoding import decode_tags
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import entities
-from priorkit.pipeline.dictionary_report import dictionary_of
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -88,9 +85,7 @@ def main() -> None:
     if not len(args.runs) == len(args.others) == len(args.partners):
         ap.error(f"{len(args.runs)} runs, {len(args.others)} --with and {len(args.partners)} --add models: "
                  "give one of each per seed")
-    cfg = load_config(args.pipeline)
-    data = load_data(cfg)
-    arm = dictionary_of(cfg)
+    data, arm = pipeline_data(args.pipeline)
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)
