@@ -381,6 +381,6 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     assert len(one) == 1 and "(-8.0 points, 1/1 seeds below)" in one[0]  # one seed: no CI to give
     assert blind_spots(rows, None) == [] and blind_spots(rows, "features") != []
     assert blind_spots(rows, "none", margin=0.1)[0].startswith("blind outside the dictionary: features")
-    section = markdown(rows, "test", "none")
-    assert section.rstrip().endswith(lines[0]) and "- blind outside" in section
-    assert "blind" not in markdown(rows, "test")  # no baseline named: no comparison
+    section = markdown(rows, "test", lines)
+    assert section.rstrip().endswith(f"- {lines[0]}") and "it relies on the dictionary's entities" in lines[0]
+    assert "blind" not in markdown(rows, "test")  # no lines given: the table alone

@@ -17,8 +17,8 @@ import csv
 from pathlib import Path
 from typing import Any, Sequence
 
-from .config import PipelineConfig, PosthocConfig
 from ..stats import paired
+from .config import PipelineConfig, PosthocConfig
 from .dictionary_recall import dictionary_recall
 from .predictions import read_predictions
 
@@ -134,13 +134,14 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
             out.append(f"blind outside the dictionary: {name} at fraction {fraction:g} finds "
                        f"{sum(per_seed[s] for s in seeds) / len(seeds):.1f}% of the entities the dictionary does "
                        f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({d.mean:+.1f} points{ci}, "
-                       f"{below}/{len(seeds)} seeds below): its gain comes from the dictionary's entities; "
+                       f"{below}/{len(seeds)} seeds below): it relies on the dictionary's entities; "
                        "see docs/silver.md, when it pays and when it hurts")
     return out
 
 
-def markdown(rows: Sequence[dict[str, Any]], split: str, baseline: str | None = None) -> str:
-    """The section of results.md: means over seeds per (arm, fraction), then :func:`blind_spots`."""
+def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = ()) -> str:
+    """The section of results.md: means over seeds per (arm, fraction), then the ``blind`` lines
+    (:func:`blind_spots`)."""
     if not rows:
         return ""
     groups: dict[tuple[str, float], list[dict]] = {}
@@ -161,7 +162,6 @@ def markdown(rows: Sequence[dict[str, Any]], split: str, baseline: str | None = 
         runs = "-" if name == DICTIONARY_ROW else str(n)
         lines.append(f"| {name} | {fraction:g} | {runs} | {mean('f1')} | {mean('precision')} | {mean('recall')} | "
                      f"{mean('recall_dict')} | {mean('recall_other')} |")
-    blind = blind_spots(rows, baseline)
     if blind:
         lines += ["", *(f"- {line}" for line in blind)]
     return "\n".join(lines) + "\n"
@@ -174,7 +174,8 @@ def write(cfg: PipelineConfig, rows: Sequence[dict[str, Any]], folder: Path) -> 
     if not table:
         return "", None, []
     path = write_csv(table, folder / CSV_FILE)
-    return markdown(table, cfg.sweep.split, cfg.sweep.baseline), path, blind_spots(table, cfg.sweep.baseline)
+    blind = blind_spots(table, cfg.sweep.baseline)
+    return markdown(table, cfg.sweep.split, blind), path, blind
 
 
 def write_csv(table: Sequence[dict[str, Any]], path: Path) -> Path:
