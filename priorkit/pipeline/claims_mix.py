@@ -2,8 +2,9 @@
 student's log-probabilities and 0.4 of its twin's without features, Viterbi, O bias 1;
 :mod:`.claims_decoding`): a mix gated by the dictionary, the O bias chosen per run on devel,
 the recipe at 1%, 10% and 100% gold, and (sixth round) every post-hoc family's trade between
-F1 and recall outside the dictionary, and the recipe's file in the weak-dictionary regime.  Rows are ``benchmarks/decode_check.py``'s (one per
-model, split, weights, O bias and decoding); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
+F1 and recall outside the dictionary, and the recipe's file in the weak-dictionary regime.
+Rows are ``benchmarks/decode_check.py``'s (one per model, split, weights, O bias and decoding)
+or ``benchmarks/span_union.py``'s; registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
 
@@ -155,6 +156,14 @@ def mix_curve_deltas(res: Results) -> str:
 Family = dict[str, dict[str, list[dict[str, Any]]]]  # setting -> split -> rows (one a seed)
 
 
+def _union_label(how: str, threshold: float) -> str:
+    return f"{how}, confidence ≥ {threshold:g}"
+
+
+def _union_family(partner: str) -> str:
+    return f"the recipe + {partner}'s confident entities"
+
+
 def _families(res: Results) -> list[tuple[str, Family]]:
     """Every post-hoc family measured on the kept 10% models, each setting's rows by split."""
     def add(fam: Family, label: str, r: dict[str, Any]) -> None:
@@ -175,8 +184,8 @@ def _families(res: Results) -> list[tuple[str, Family]]:
         fam = {}
         for r in res.csv(UNION):
             if r["arm"] == f"mix+{partner}":
-                add(fam, f"{r['filter']}, confidence ≥ {float(r['threshold']):g}", r)
-        out.append((f"the recipe + {partner}'s confident entities", fam))
+                add(fam, _union_label(r["filter"], float(r["threshold"])), r)
+        out.append((_union_family(partner), fam))
     return out
 
 
@@ -192,7 +201,8 @@ def blind_frontier(res: Results) -> str:
     reaches no knowledge's (the issue's target, chosen on devel)."""
     floor = _none_recall_outside(res, "eval")
     rows = []
-    for name, fam in _families(res):
+    families = dict(_families(res))
+    for name, fam in families.items():
         fam = {k: v for k, v in fam.items() if "eval" in v and "test" in v}
         if not fam:
             continue
@@ -214,8 +224,8 @@ def blind_frontier(res: Results) -> str:
     for partner in ("none", "st-nofeat"):
         cells = []
         for th in (0.5, 0.9):
-            runs = [r for r in res.csv(UNION) if r["arm"] == f"mix+{partner}" and r["split"] == "eval"
-                    and r["filter"] == "any" and float(r["threshold"]) == th and r["added_right"]]
+            setting = families[_union_family(partner)].get(_union_label("any", th), {})
+            runs = [r for r in setting.get("eval", []) if r["added_right"]]
             if runs:
                 cells.append(f"{_mean(runs, 'added_right'):.1f}% at confidence ≥ {th:g} "
                              f"({_mean(runs, 'added'):.0f} a seed)")
