@@ -178,6 +178,39 @@ def test_knowledge_dropout_of_the_attention_prior_hides_whole_mentions(minilm_to
     assert torch.equal(drop_mentions(P, 0.5, 0.0, mask), P)
 
 
+def test_outside_weight_weighs_the_entity_words_without_a_match(minilm_tokenizer, ontology):
+    from types import SimpleNamespace
+
+    from priorkit.channels.features import FeatureChannel
+    from priorkit.features.builder import FeatureBuilder
+    from priorkit.features.config import FeatureConfig
+
+    # "cocaine" and "hypotension" are dictionary matches; "PAN" (an abbreviation it lacks) is not
+    words = "cocaine induced severe hypotension and PAN toxicity".split()
+    tags = "B-Chemical O O B-Disease O B-Chemical O".split()
+    label2id = {"O": 0, "B-Chemical": 1, "I-Chemical": 2, "B-Disease": 3, "I-Disease": 4}
+    model = SimpleNamespace(config=SimpleNamespace(label2id=label2id))
+    channel = FeatureChannel(FeatureBuilder(ontology, FeatureConfig(outside_weight=3.0), minilm_tokenizer, 64))
+    enc = channel.builder.encode([words])
+    wid = enc.word_ids(0)
+    labels = torch.tensor([[-100 if w is None or (t and wid[t - 1] == w) else label2id[tags[w]]
+                            for t, w in enumerate(wid)]])
+    batch = {"labels": labels, "token_features": enc["token_features"]}
+    w = channel.token_loss_weights(model, batch)
+    matched = enc["token_features"][0].abs().sum(-1) > 0
+    first = {wid[t]: t for t in range(len(wid) - 1, -1, -1) if wid[t] is not None}
+    assert matched[first[0]] and matched[first[3]] and not matched[first[5]]  # the real matcher's view
+    assert w.shape == labels.shape
+    assert w[0, first[5]].item() == 3.0  # the entity the dictionary misses
+    assert (w[0, [t for t in range(len(wid)) if t != first[5]]] == 1.0).all()  # matched entities, O words
+    default = FeatureChannel(FeatureBuilder(ontology, FeatureConfig(), minilm_tokenizer, 64))
+    assert default.token_loss_weights(model, batch) is None  # 1: the stock loss
+    with pytest.raises(PriorkitError, match="'O' tag"):
+        channel.token_loss_weights(SimpleNamespace(config=SimpleNamespace(label2id={"LABEL_0": 0})), batch)
+    for bad in (0.0, -1.0, True, 1000.0):
+        assert [f for f, _ in FeatureConfig(outside_weight=bad).problems()] == ["outside_weight"]
+
+
 # ---- the teacher's labels ----------------------------------------------------------------
 def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
     from priorkit.silver.teacher import confident_tags

@@ -26,6 +26,10 @@ class FeatureConfig:
     #: training only: knowledge dropout -- probability that a whole matched mention loses its
     #: features (all its tokens together), so that the model must also read the context.
     mention_dropout: float = 0.0
+    #: training only: the loss weight of the labelled entity words (any tag but ``O``) that carry no
+    #: match, against 1 for every other word; above 1 tells the model that an entity without a
+    #: dictionary match is still an entity (the shortcut "no match, no entity" costs more).
+    outside_weight: float = 1.0
     #: "token": a sigmoid gate per token computed from its embedding (GEMNET-style); "scalar": one
     #: learnable gate for all tokens.
     gate: Literal["token", "scalar"] = "token"
@@ -68,6 +72,9 @@ class FeatureConfig:
             out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
         if isinstance(self.mention_dropout, bool) or not 0.0 <= self.mention_dropout < 1.0:
             out.append(("mention_dropout", f"must lie in [0, 1), got {self.mention_dropout!r}"))
+        if isinstance(self.outside_weight, bool) or not isinstance(self.outside_weight, (int, float)) \
+                or not 0.0 < self.outside_weight <= 100.0:
+            out.append(("outside_weight", f"must lie in (0, 100] (1: off), got {self.outside_weight!r}"))
         if self.gate not in GATES:
             out.append(("gate", f"must be one of {', '.join(GATES)}, got {self.gate!r}"))
         if self.control is not None:
