@@ -392,6 +392,40 @@ def test_a_teacher_without_token_features_labels_for_a_student_with_them(tmp_pat
     assert record["teacher"]["steps"] > 0 and record["rounds"][0]["kept"]
 
 
+def test_a_teacher_trained_before_in_the_pipeline_is_copied_not_trained_again(tmp_path, tiny_bert_dir,
+                                                                              one_torch_thread):
+    from safetensors.torch import load_file
+
+    from priorkit.pipeline.config.checks import teacher_prior
+    from priorkit.pipeline.steps import run_pipeline
+
+    raw = _raw(tmp_path)
+    raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
+    # st-nofeat: no token features, so its own teacher is the gold alone, which the none arm trains too
+    raw["sweep"] = {"priors": {"none": None, "st-nofeat": {"features": None, "calibrate": {"threshold": 0.5},
+                                                           "silver": {"teacher": {"threshold": 0.3}}}}}
+    cfg = config_from_dict(raw)
+    assert teacher_prior(cfg.prior, ("prior",), cfg) is not None  # the file's prior keeps its features
+    root = tmp_path / "runs"
+    run_pipeline(cfg, prior_name="none", steps=("train",), log=lambda s: None)
+    run_pipeline(cfg, prior_name="st-nofeat", steps=("train",), log=lambda s: None)
+    run = root / "st-nofeat" / "frac0.5" / "seed0"
+    record = json.loads((run / "self_training.json").read_text())
+    assert record["teacher"] == {"reused": "none/frac0.5/seed0/model", "seconds": 0.0, "steps": 0}
+    none_w = load_file(root / "none" / "frac0.5" / "seed0" / "model" / "model.safetensors")
+    teacher_w = load_file(run / "teacher" / "model" / "model.safetensors")
+    assert none_w.keys() == teacher_w.keys() and all(torch.equal(none_w[k], teacher_w[k]) for k in none_w)
+    assert not list(run.glob("teacher/*.copying"))
+    shards = list((root / "silver").glob("teacher-*/shard-*.jsonl"))
+    assert shards  # the copied teacher labelled the text
+    # a teacher setting of its own is trained (no model in the folder has its key), as before
+    raw["sweep"]["priors"]["st-other"] = {"features": None, "silver": {"teacher": {"threshold": 0.3}},
+                                          "train": {"learning_rate": 1e-3}}
+    run_pipeline(config_from_dict(raw), prior_name="st-other", steps=("train",), log=lambda s: None)
+    other = json.loads((root / "st-other" / "frac0.5" / "seed0" / "self_training.json").read_text())
+    assert "reused" not in other["teacher"] and other["teacher"]["steps"] > 0
+
+
 def _recall_rows(arm: str, outside: list[float], fraction: float = 0.1) -> list[dict]:
     return [{"prior": arm, "fraction": fraction, "seed": s, "precision": 70.0, "recall": 70.0, "f1": 70.0,
              "recall_dict": 90.0, "recall_other": v, "coverage": 72.0} for s, v in enumerate(outside)]

@@ -9,6 +9,10 @@ plus those labels by the setting's recipe.  With ``rounds`` > 1 each round's stu
 next round's teacher (``round<r>/``); the rounds stop when a student's devel score (the
 pipeline's ``data.eval``) does not beat its teacher's, and the best model is the run's.
 
+A teacher that some model in the pipeline's output folder was already trained as (the same
+train key: settings, gold subset, seed; e.g. a student without token features, whose teacher
+is the gold alone, the ``none`` arm's model when that is kept) is copied, not trained again.
+
 ``train_run`` (:mod:`priorkit.pipeline.train`) drives the course: a :class:`SelfTraining`
 names each model to train next (:class:`Step`: the teacher, then each round's student, with
 its teacher and the run that scores it on ``data.eval``), ``train_run`` trains and scores it
@@ -21,12 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import PriorkitError
 from ..jsonfile import write_json
+from . import ranks
 from .config.checks import teacher_prior
 from .data import Split
 from .layout import MODEL_DIR
@@ -71,6 +77,30 @@ def _given_teacher(plan: RunPlan) -> Path:
     return teacher / MODEL_DIR if (teacher / MODEL_DIR / "config.json").exists() else teacher
 
 
+def trained_before(plan: RunPlan, key: str) -> Path | None:
+    """A model folder in the pipeline's output folder (a run's ``model/`` or a teacher's) trained
+    with train key ``key`` at ``plan``'s fraction and seed: the same weights; None when none is
+    kept."""
+    from ..inference.manifest import read_run
+
+    cell = Path(f"frac{plan.fraction:g}") / f"seed{plan.seed}"
+    for pattern in (str(cell / MODEL_DIR), str(cell / TEACHER_DIR / MODEL_DIR)):
+        for folder in sorted(plan.cfg.out_dir.glob(f"*/{pattern}")):
+            meta = read_run(folder)
+            if meta and (meta.get("train") or {}).get("train_key") == key and (folder / "config.json").exists():
+                return folder
+    return None
+
+
+def _copy_teacher(source: Path, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".copying")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    tmp.rename(target)  # whole or absent: a stopped copy is never read as a teacher
+
+
 @dataclasses.dataclass
 class Step:
     """One model of the course.  ``run``: the run to train (None: ``teacher.model``, only
@@ -99,7 +129,7 @@ class SelfTraining:
         if t.rounds > 1 and "eval" not in splits:
             raise PriorkitError(f"{plan.cfg.where('prior.silver.teacher.rounds')}: more than one self-training "
                                 "round needs data.eval to tell whether a round helps")
-        self.plan, self.rounds = plan, t.rounds
+        self.plan, self.rounds, self.splits = plan, t.rounds, splits
         self.metric = plan.cfg.task.metric or "f1"
         self.record: dict[str, Any] = {"rounds_asked": t.rounds, "rounds": []}
         self.teacher: Path | None = _given_teacher(plan) if t.model is not None else None
@@ -107,6 +137,7 @@ class SelfTraining:
         self.best_dir: Path | None = None
         self.summary: dict[str, Any] = {}
         self._stop = False
+        self.reused = False
 
     def _judge(self, folder: Path) -> RunPlan | None:
         """The run that scores the model in ``folder`` on data.eval (None for one round)."""
@@ -120,7 +151,16 @@ class SelfTraining:
         plan = self.plan
         if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
             sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg))
-            yield Step("teacher", sub, None, self._judge(sub.run_dir))
+            found = trained_before(sub, sub.train_key(self.splits["train"]))
+            if found is None:
+                yield Step("teacher", sub, None, self._judge(sub.run_dir))
+            else:  # the same weights are kept already: copied, and judged like a trained one
+                if found != sub.run_dir / MODEL_DIR:
+                    ranks.on_main(_copy_teacher, found, sub.run_dir / MODEL_DIR)
+                log.info("[%s] teacher: the model in %s has its settings; not trained again", plan.label, found)
+                self.record["teacher"] = {"reused": os.path.relpath(found, plan.cfg.out_dir), "seconds": 0.0, "steps": 0}
+                self.reused = True
+                yield Step("teacher", None, None, self._judge(sub.run_dir))
             self.teacher = sub.run_dir / MODEL_DIR
         elif self.rounds > 1:
             yield Step("teacher", None, None, self._judge(self.teacher.parent))

@@ -326,10 +326,12 @@ def teacher_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> PriorConf
     """The setting a self-training run's own teacher trains with: ``p`` without silver labels,
     with ``silver.teacher.prior``'s fields replaced; calibration goes with the features (none
     without them); None when no channel is left (a model without knowledge)."""
+    from ...features.checks import gives_nothing
+
     override = p.silver.teacher.prior if p.silver is not None and p.silver.teacher is not None else None
     if not override:
-        return dataclasses.replace(p, silver=None)
-    from ...features.checks import gives_nothing
+        same = dataclasses.replace(p, silver=None)
+        return None if gives_nothing(same) else same  # no channel left: the gold alone, no knowledge
 
     merged = _deep_merge({**dataclasses.asdict(p), "silver": None}, override)
     if merged.get("features") is None:
