@@ -273,6 +273,7 @@ def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
 
 @pytest.mark.parametrize("field, value, message", [
     ("calibrate", {"threshold": 1.5}, "prior.calibrate.threshold: must lie in"),
+    ("features", {"outside_weight": 0}, "prior.features.outside_weight: must lie in (0, 100]"),
     ("silver", {"teacher": {"threshold": 0}}, "prior.silver.teacher.threshold: must lie in"),
     ("silver", {"teacher": {"rounds": 4}}, "prior.silver.teacher.rounds: must be 1, 2 or 3"),
     ("silver", {"teacher": {"entity_threshold": 1.2}}, "prior.silver.teacher.entity_threshold: must lie in"),

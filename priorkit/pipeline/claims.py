@@ -26,7 +26,9 @@ decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decod
 ``mix-gate`` (the mix gated by the dictionary), ``obias-per-run`` (the O bias chosen per run on
 devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 100%; :mod:`.claims_mix`),
 ``blind-frontier`` (every post-hoc family's F1 against recall outside the dictionary),
-``mix-weak-scores`` / ``mix-weak-deltas`` / ``mix-weak-gain`` (the recipe's file in the weak regime).
+``mix-weak-scores`` / ``mix-weak-deltas`` / ``mix-weak-gain`` (the recipe's file in the weak regime);
+``outside-weight-devel`` / ``outside-weight-frontier`` / ``outside-weight-test`` (``features.outside_weight``
+against blindness, :mod:`.claims_outside`).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from typing import Callable, Sequence
 from . import claims_decoding as decoding
 from . import claims_knowledge as knowledge
 from . import claims_mix as mix
+from . import claims_outside as outside
 from .claims_knowledge import DECODE_RESULTS, KNOW, KNOW_BRANCH, WEAK
 from .claims_tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
@@ -248,6 +251,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "mix-curve-scores": mix.mix_curve_scores, "mix-curve-deltas": mix.mix_curve_deltas,
     "blind-frontier": mix.blind_frontier, "mix-weak-scores": mix.mix_weak_scores,
     "mix-weak-deltas": mix.mix_weak_deltas, "mix-weak-gain": mix.mix_weak_gain,
+    "outside-weight-devel": outside.outside_weight_devel, "outside-weight-frontier": outside.outside_weight_frontier,
+    "outside-weight-test": outside.outside_weight_test,
 }
 
 

@@ -164,7 +164,7 @@ def _union_family(partner: str) -> str:
     return f"the recipe + {partner}'s confident entities"
 
 
-def _families(res: Results) -> list[tuple[str, Family]]:
+def families(res: Results) -> list[tuple[str, Family]]:
     """Every post-hoc family measured on the kept 10% models, each setting's rows by split."""
     def add(fam: Family, label: str, r: dict[str, Any]) -> None:
         fam.setdefault(label, {}).setdefault(r["split"], []).append(r)
@@ -189,27 +189,30 @@ def _families(res: Results) -> list[tuple[str, Family]]:
     return out
 
 
-def _none_recall_outside(res: Results, split: str) -> float:
+def none_recall_outside(res: Results, split: str) -> float:
     """No knowledge's recall outside the dictionary (its kept models, argmax, no O bias)."""
     return _mean([r for r in res.csv(decoding.DECODE) if r["arm"] == "none" and r["split"] == split
                   and r["decode"] == "argmax" and float(r["o_bias"]) == 0.0], "recall_other")
 
 
-def blind_frontier(res: Results) -> str:
-    """Per post-hoc family: its devel optimum (devel and test F1 and recall outside), its least
-    blind setting on devel, and its best devel F1 among the settings whose devel recall outside
-    reaches no knowledge's (the issue's target, chosen on devel)."""
-    floor = _none_recall_outside(res, "eval")
+def unblind_choice(fam: Family, floor: float) -> str | None:
+    """The setting with the best devel F1 among those whose devel recall outside the dictionary
+    reaches ``floor`` (no knowledge's); None when none does."""
+    reach = [k for k in fam if _mean(fam[k]["eval"], "recall_other") >= floor]
+    return max(reach, key=lambda k: _mean(fam[k]["eval"], "f1")) if reach else None
+
+
+def frontier_table(families: dict[str, Family], floor: float) -> str:
+    """Per family (its settings scored on devel and test): its devel optimum (devel and test F1 and
+    recall outside), its least blind setting on devel, and :func:`unblind_choice`."""
     rows = []
-    families = dict(_families(res))
     for name, fam in families.items():
         fam = {k: v for k, v in fam.items() if "eval" in v and "test" in v}
         if not fam:
             continue
         opt = max(fam, key=lambda k: _mean(fam[k]["eval"], "f1"))
         least = max(fam, key=lambda k: _mean(fam[k]["eval"], "recall_other"))
-        reach = [k for k in fam if _mean(fam[k]["eval"], "recall_other") >= floor]
-        at = max(reach, key=lambda k: _mean(fam[k]["eval"], "f1")) if reach else None
+        at = unblind_choice(fam, floor)
         ev, te = fam[opt]["eval"], fam[opt]["test"]
         rows.append([name, str(len(fam)), opt,
                      f"{_mean(ev, 'f1'):.2f} / {_mean(ev, 'recall_other'):.1f}",
@@ -218,13 +221,22 @@ def blind_frontier(res: Results) -> str:
                      f"{at}: {_mean(fam[at]['eval'], 'f1'):.2f} (test {_mean(fam[at]['test'], 'f1'):.2f} / "
                      f"{_mean(fam[at]['test'], 'recall_other'):.1f})" if at else "no setting reaches it",
                      str(len(ev))])
-    table = _table(["family", "settings", "devel optimum", "devel F1 / outside", "test F1 / outside",
-                    "least blind on devel: outside at F1", "best devel F1 at outside ≥ none's", "seeds"], rows)
+    return _table(["family", "settings", "devel optimum", "devel F1 / outside", "test F1 / outside",
+                   "least blind on devel: outside at F1", "best devel F1 at outside ≥ none's", "seeds"], rows)
+
+
+def blind_frontier(res: Results) -> str:
+    """Per post-hoc family: its devel optimum (devel and test F1 and recall outside), its least
+    blind setting on devel, and its best devel F1 among the settings whose devel recall outside
+    reaches no knowledge's (the issue's target, chosen on devel)."""
+    floor = none_recall_outside(res, "eval")
+    fams = dict(families(res))
+    table = frontier_table(fams, floor)
     added = []
     for partner in ("none", "st-nofeat"):
         cells = []
         for th in (0.5, 0.9):
-            setting = families[_union_family(partner)].get(_union_label("any", th), {})
+            setting = fams[_union_family(partner)].get(_union_label("any", th), {})
             runs = [r for r in setting.get("eval", []) if r["added_right"]]
             if runs:
                 cells.append(f"{_mean(runs, 'added_right'):.1f}% at confidence ≥ {th:g} "
@@ -232,7 +244,7 @@ def blind_frontier(res: Results) -> str:
         if cells:
             added.append(f"{partner}'s: {', '.join(cells)}")
     return table + (f"\nNo knowledge (its kept models, argmax): recall outside {floor:.1f} on devel, "
-                    f"{_none_recall_outside(res, 'test'):.1f} on test. The entities a union adds (filter any, devel) "
+                    f"{none_recall_outside(res, 'test'):.1f} on test. The entities a union adds (filter any, devel) "
                     f"are gold entities in {'; '.join(added)}.\n")
 
 

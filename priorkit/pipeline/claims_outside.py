@@ -1,0 +1,116 @@
+"""Claims blocks of issue 30's seventh round: ``features.outside_weight`` (the loss weight of the
+entity words the dictionary does not match), a training change against blindness.  The devel
+sweep's features arms (its recall file), and the self-training students trained with it, alone
+and mixed with the kept student without features, scored like the recipe of record
+(``benchmarks/decode_check.py`` rows); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import claims_decoding as decoding
+from . import claims_mix as mix
+from .claims_tables import Results, Scores, _by_arm, _ci, _mean_sd, _table, gain_markdown
+
+OUTSIDE = "bc5cdr-knowledge-outside-weight.csv"  # decode_check rows of st-ow3 and st-ow6 (and their mixes)
+OUTSIDE_DEVEL = "bc5cdr-knowledge-outside-weight-devel-dictionary.csv"  # the devel sweep's recall file
+ARMS = ("st-ow3", "st-ow6")
+_mean = decoding._mean
+
+
+def outside_weight_devel(res: Results) -> str:
+    """Where the devel F1 of token features with and without ``outside_weight`` comes from
+    (the sweep's own recall file: calibrated features, Viterbi, O bias 1, seeds 0-1)."""
+    return gain_markdown([(arm, runs) for arm, runs in _by_arm(res.csv(OUTSIDE_DEVEL))
+                          if arm.startswith("features") or arm == "dictionary alone"])
+
+
+def _families(res: Results) -> dict[str, mix.Family]:
+    """2c's family (the recipe of record's students and their mixes) and one family an
+    outside weight (its student alone and mixed with st-nofeat)."""
+    out = dict(mix.families(res)[:1])
+    for arm in ARMS:
+        fam: mix.Family = {}
+        for r in res.csv(OUTSIDE):
+            if r["arm"].split("+")[0] == arm:
+                fam.setdefault(decoding.setting(r), {}).setdefault(r["split"], []).append(r)
+        out[f"{arm}: outside weight {arm[len('st-ow'):]} (± st-nofeat)"] = fam
+    return out
+
+
+def _choices(res: Results) -> tuple[tuple[str, str], tuple[str, str] | None, float]:
+    """(family, setting) of the best devel F1 over every family, the same among the settings
+    reaching no knowledge's devel recall outside (None when none does), and that floor."""
+    floor = mix.none_recall_outside(res, "eval")
+    fams = _families(res)
+    best = max(((n, k) for n, f in fams.items() for k in f if "eval" in f[k]),
+               key=lambda nk: _mean(fams[nk[0]][nk[1]]["eval"], "f1"))
+    reach = [(n, mix.unblind_choice(f, floor)) for n, f in fams.items()]
+    reach = [(n, k) for n, k in reach if k is not None]
+    unblind = max(reach, key=lambda nk: _mean(fams[nk[0]][nk[1]]["eval"], "f1")) if reach else None
+    return best, unblind, floor
+
+
+def outside_weight_frontier(res: Results) -> str:
+    """The frontier table of 2e for the recipe of record's family and each outside weight's,
+    then the two devel choices (best F1; best F1 at no knowledge's recall outside)."""
+    best, unblind, floor = _choices(res)
+    text = mix.frontier_table(_families(res), floor)
+    text += f"\nBest devel F1 of all: {best[1]} ({best[0]}). "
+    text += (f"Best devel F1 at recall outside ≥ none's ({floor:.1f}): {unblind[1]} ({unblind[0]}).\n" if unblind
+             else f"No setting reaches none's devel recall outside ({floor:.1f}).\n")
+    return text
+
+
+def _pareto(res: Results) -> list[tuple[str, str]]:
+    """(family, setting) of every setting no other beats on both devel F1 and devel recall outside."""
+    fams = {**dict(mix.families(res)), **_families(res)}
+    pts = [(_mean(v["eval"], "recall_other"), _mean(v["eval"], "f1"), n, k)
+           for n, f in fams.items() for k, v in f.items() if "eval" in v and "test" in v]
+    front, best = [], float("-inf")
+    for outside, f1, n, k in sorted(pts, key=lambda p: (-p[0], -p[1])):
+        if f1 > best:
+            front.append((n, k))
+            best = f1
+    return front
+
+
+def outside_weight_test(res: Results) -> str:
+    """Test scores, recall inside and outside the dictionary of the unblind choice and of each
+    outside weight's devel optimum, paired against no knowledge (argmax, the issue's reference)
+    and the recipe of record; then how many of the devel frontier's settings are each kind's."""
+    _, unblind, _ = _choices(res)
+    fams = _families(res)
+    picks = [] if unblind is None else [("unblind choice", *unblind)]
+    for name, fam in fams.items():
+        if name.startswith("st-ow"):
+            opt = max((k for k in fam if "eval" in fam[k]), key=lambda k: _mean(fam[k]["eval"], "f1"))
+            picks.append((f"{name.split(':')[0]}, devel optimum", name, opt))
+    decoded = decoding._scores(res, "test")
+    by_setting: dict[str, list[dict[str, Any]]] = {}
+    for r in res.csv(decoding.DECODE):
+        if r["split"] == "test":
+            by_setting.setdefault(decoding.setting(r), []).append(r)
+    scores: Scores = {(k, decoding.FRACTION): decoded[(k, decoding.FRACTION)] for k in ("none", mix.RECIPE)}
+    out = []
+    for label, family, setting in picks:
+        rows = fams[family][setting]["test"]
+        key = f"{label}: {setting}"
+        scores[(key, decoding.FRACTION)] = {int(r["seed"]): float(r["f1"]) for r in rows}
+        out.append((key, rows, _ci(scores, key, "none", decoding.FRACTION),
+                    _ci(scores, key, mix.RECIPE, decoding.FRACTION)))
+    for key in (mix.RECIPE, "none"):
+        label = f"{key} (the recipe of record)" if key == mix.RECIPE else "none (argmax)"
+        out.append((label, by_setting[key], "-", "-"))
+    table = _table(["setting (test)", "F1", "precision", "recall inside", "recall outside", "− none [95% CI], ahead",
+                    f"− {mix.RECIPE} [95% CI], ahead"],
+                   [[k, _mean_sd([float(r["f1"]) for r in rows]), f"{_mean(rows, 'precision'):.2f}",
+                     f"{_mean(rows, 'recall_dict'):.1f}", f"{_mean(rows, 'recall_other'):.1f}", a, b]
+                    for k, rows, a, b in out])
+    front = _pareto(res)
+    kinds: dict[str, int] = {}
+    for n, _ in front:
+        kinds[n] = kinds.get(n, 0) + 1
+    return table + (f"\nThe devel frontier (no other setting has both a higher devel F1 and a higher devel recall "
+                    f"outside): {len(front)} settings; "
+                    + "; ".join(f"{n}: {c}" for n, c in sorted(kinds.items(), key=lambda kv: -kv[1])) + ".\n")
