@@ -14,7 +14,7 @@ from .claims_tables import Results, Scores, _by_arm, _ci, _mean_sd, _table, gain
 
 OUTSIDE = "bc5cdr-knowledge-outside-weight.csv"  # decode_check rows of st-ow3 and st-ow6 (and their mixes)
 OUTSIDE_DEVEL = "bc5cdr-knowledge-outside-weight-devel-dictionary.csv"  # the devel sweep's recall file
-ARMS = ("st-ow3", "st-ow6")
+NOFEAT_FT = "bc5cdr-knowledge-nofeat-ft.csv"  # st-nofeat-ft (the features teacher's pupil) alone and mixed
 _mean = decoding._mean
 
 
@@ -25,16 +25,27 @@ def outside_weight_devel(res: Results) -> str:
                           if arm.startswith("features") or arm == "dictionary alone"])
 
 
+#: (family, result file, the rows' arms): the students this round trained, alone and mixed
+NEW_FAMILIES = [
+    ("st-ow3: outside weight 3 (± st-nofeat)", OUTSIDE, ("st-ow3", "st-ow3+st-nofeat")),
+    ("st-ow6: outside weight 6 (± st-nofeat)", OUTSIDE, ("st-ow6", "st-ow6+st-nofeat")),
+    ("st-nofeat-ft: taught by the features teacher (± st-branch)", NOFEAT_FT,
+     ("st-nofeat-ft", "st-branch+st-nofeat-ft")),
+]
+
+
 def _families(res: Results) -> dict[str, mix.Family]:
-    """2c's family (the recipe of record's students and their mixes) and one family an
-    outside weight (its student alone and mixed with st-nofeat)."""
+    """2c's family (the recipe of record's students and their mixes) and each of
+    :data:`NEW_FAMILIES` whose file is there."""
     out = dict(mix.families(res)[:1])
-    for arm in ARMS:
+    for name, file, arms in NEW_FAMILIES:
+        if not (res.folder / file).exists():
+            continue
         fam: mix.Family = {}
-        for r in res.csv(OUTSIDE):
-            if r["arm"].split("+")[0] == arm:
+        for r in res.csv(file):
+            if r["arm"] in arms:
                 fam.setdefault(decoding.setting(r), {}).setdefault(r["split"], []).append(r)
-        out[f"{arm}: outside weight {arm[len('st-ow'):]} (± st-nofeat)"] = fam
+        out[name] = fam
     return out
 
 
@@ -83,7 +94,7 @@ def outside_weight_test(res: Results) -> str:
     fams = _families(res)
     picks = [] if unblind is None else [("unblind choice", *unblind)]
     for name, fam in fams.items():
-        if name.startswith("st-ow"):
+        if name != mix.families(res)[0][0]:
             opt = max((k for k in fam if "eval" in fam[k]), key=lambda k: _mean(fam[k]["eval"], "f1"))
             picks.append((f"{name.split(':')[0]}, devel optimum", name, opt))
     decoded = decoding._scores(res, "test")
