@@ -1,8 +1,10 @@
-"""Claims blocks of issue 30's seventh round: ``features.outside_weight`` (the loss weight of the
-entity words the dictionary does not match), a training change against blindness.  The devel
-sweep's features arms (its recall file), and the self-training students trained with it, alone
-and mixed with the kept student without features, scored like the recipe of record
-(``benchmarks/decode_check.py`` rows); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
+"""Claims blocks of issue 30's seventh round: two training changes against blindness, scored
+like the recipe of record (``benchmarks/decode_check.py`` rows on kept models, devel and test):
+``features.outside_weight`` (the loss weight of the entity words the dictionary does not match;
+its devel sweep's features arms from the sweep's recall file, its self-training students alone
+and mixed with the kept student without features), and the student without features taught by
+the features teacher (alone and mixed with the kept features student).  Registered in
+:data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
 
