@@ -27,8 +27,9 @@ decoding, the O bias and the two-student mix on kept models, :mod:`.claims_decod
 devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 100%; :mod:`.claims_mix`),
 ``blind-frontier`` (every post-hoc family's F1 against recall outside the dictionary),
 ``mix-weak-scores`` / ``mix-weak-deltas`` / ``mix-weak-gain`` (the recipe's file in the weak regime);
-``outside-weight-devel`` / ``outside-weight-frontier`` / ``outside-weight-test`` (``features.outside_weight``
-against blindness, :mod:`.claims_outside`).
+``outside-weight-devel`` / ``round7-frontier`` / ``round7-test`` (two training changes against
+blindness: ``features.outside_weight``, and the student without features taught by the features
+teacher; :mod:`.claims_outside`).
 """
 from __future__ import annotations
 
@@ -251,8 +252,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "mix-curve-scores": mix.mix_curve_scores, "mix-curve-deltas": mix.mix_curve_deltas,
     "blind-frontier": mix.blind_frontier, "mix-weak-scores": mix.mix_weak_scores,
     "mix-weak-deltas": mix.mix_weak_deltas, "mix-weak-gain": mix.mix_weak_gain,
-    "outside-weight-devel": outside.outside_weight_devel, "outside-weight-frontier": outside.outside_weight_frontier,
-    "outside-weight-test": outside.outside_weight_test,
+    "outside-weight-devel": outside.outside_weight_devel, "round7-frontier": outside.round7_frontier,
+    "round7-test": outside.round7_test,
 }
 
 

@@ -64,8 +64,8 @@ def _choices(res: Results) -> tuple[tuple[str, str], tuple[str, str] | None, flo
     return best, unblind, floor
 
 
-def outside_weight_frontier(res: Results) -> str:
-    """The frontier table of 2e for the recipe of record's family and each outside weight's,
+def round7_frontier(res: Results) -> str:
+    """The frontier table of 2e for the recipe of record's family and each of this round's,
     then the two devel choices (best F1; best F1 at no knowledge's recall outside)."""
     best, unblind, floor = _choices(res)
     text = mix.frontier_table(_families(res), floor)
@@ -88,9 +88,9 @@ def _pareto(res: Results) -> list[tuple[str, str]]:
     return front
 
 
-def outside_weight_test(res: Results) -> str:
+def round7_test(res: Results) -> str:
     """Test scores, recall inside and outside the dictionary of the unblind choice and of each
-    outside weight's devel optimum, paired against no knowledge (argmax, the issue's reference)
+    new family's devel optimum, paired against no knowledge (argmax, the issue's reference)
     and the recipe of record; then how many of the devel frontier's settings are each kind's."""
     _, unblind, _ = _choices(res)
     fams = _families(res)
