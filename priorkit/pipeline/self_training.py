@@ -137,7 +137,6 @@ class SelfTraining:
         self.best_dir: Path | None = None
         self.summary: dict[str, Any] = {}
         self._stop = False
-        self.reused = False
 
     def _judge(self, folder: Path) -> RunPlan | None:
         """The run that scores the model in ``folder`` on data.eval (None for one round)."""
@@ -159,7 +158,6 @@ class SelfTraining:
                     ranks.on_main(_copy_teacher, found, sub.run_dir / MODEL_DIR)
                 log.info("[%s] teacher: the model in %s has its settings; not trained again", plan.label, found)
                 self.record["teacher"] = {"reused": os.path.relpath(found, plan.cfg.out_dir), "seconds": 0.0, "steps": 0}
-                self.reused = True
                 yield Step("teacher", None, None, self._judge(sub.run_dir))
             self.teacher = sub.run_dir / MODEL_DIR
         elif self.rounds > 1:
