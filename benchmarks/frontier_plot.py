@@ -29,7 +29,7 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     res = Results(Path(args.results))
-    families = {**dict(mix.families(res)), **outside._families(res)}
+    families = outside.all_families(res)
     fig, ax = plt.subplots(figsize=(8, 5.5))
     markers = "osD^vP*X"
     for i, (name, fam) in enumerate(families.items()):

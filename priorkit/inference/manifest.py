@@ -178,6 +178,13 @@ def read_info(folder: str | os.PathLike) -> dict[str, Any] | None:
     return info
 
 
+def trained_with(folder: str | os.PathLike, key: str) -> bool:
+    """Whether the model in ``folder`` was trained by the pipeline with train key ``key`` (its
+    run record says so: the same settings, data and seed give the same weights)."""
+    meta = read_run(folder)
+    return bool(meta) and (meta.get("train") or {}).get("train_key") == key
+
+
 def read_run(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The pipeline's record of the run that wrote a model folder (priorkit.json's ``run``:
     config, prior setting, labels, training summary with its train key); None without one."""

@@ -164,16 +164,21 @@ def _union_family(partner: str) -> str:
     return f"the recipe + {partner}'s confident entities"
 
 
+DIAL_FAMILY = "one mix weight at every word (2c)"  # the recipe of record's students and their mixes
+
+
+def add(fam: Family, label: str, r: dict[str, Any]) -> None:
+    """File row ``r`` under its setting ``label`` and its split in family ``fam``."""
+    fam.setdefault(label, {}).setdefault(r["split"], []).append(r)
+
+
 def families(res: Results) -> list[tuple[str, Family]]:
     """Every post-hoc family measured on the kept 10% models, each setting's rows by split."""
-    def add(fam: Family, label: str, r: dict[str, Any]) -> None:
-        fam.setdefault(label, {}).setdefault(r["split"], []).append(r)
-
     dial: Family = {}
     for r in res.csv(decoding.DECODE):
         if decoding.family(r) == decoding.RECIPE:
             add(dial, decoding.setting(r), r)
-    out = [("one mix weight at every word (2c)", dial)]
+    out = [(DIAL_FAMILY, dial)]
     for name, file in (("gated: st-nofeat where the dictionary is silent", GATE),
                        ("gated: none where the dictionary is silent", GATE_NONE)):
         fam: Family = {}

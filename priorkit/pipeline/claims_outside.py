@@ -8,7 +8,7 @@ the features teacher (alone and mixed with the kept features student).  Register
 """
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
 
 from . import claims_decoding as decoding
 from . import claims_mix as mix
@@ -46,38 +46,40 @@ def _families(res: Results) -> dict[str, mix.Family]:
         fam: mix.Family = {}
         for r in res.csv(file):
             if r["arm"] in arms:
-                fam.setdefault(decoding.setting(r), {}).setdefault(r["split"], []).append(r)
+                mix.add(fam, decoding.setting(r), r)
         out[name] = fam
     return out
 
 
-def _choices(res: Results) -> tuple[tuple[str, str], tuple[str, str] | None, float]:
-    """(family, setting) of the best devel F1 over every family, the same among the settings
-    reaching no knowledge's devel recall outside (None when none does), and that floor."""
-    floor = mix.none_recall_outside(res, "eval")
-    fams = _families(res)
+def all_families(res: Results) -> dict[str, mix.Family]:
+    """Every family of 2c-2f: the post-hoc ones (:func:`claims_mix.families`) and this round's."""
+    return {**dict(mix.families(res)), **_families(res)}
+
+
+def _choices(fams: dict[str, mix.Family], floor: float) -> tuple[tuple[str, str], tuple[str, str] | None]:
+    """(family, setting) of the best devel F1 over ``fams``, and the same among the settings
+    reaching ``floor`` (no knowledge's devel recall outside; None when none does)."""
     best = max(((n, k) for n, f in fams.items() for k in f if "eval" in f[k]),
                key=lambda nk: _mean(fams[nk[0]][nk[1]]["eval"], "f1"))
-    reach = [(n, mix.unblind_choice(f, floor)) for n, f in fams.items()]
-    reach = [(n, k) for n, k in reach if k is not None]
+    reach = [(n, k) for n, k in ((n, mix.unblind_choice(f, floor)) for n, f in fams.items()) if k is not None]
     unblind = max(reach, key=lambda nk: _mean(fams[nk[0]][nk[1]]["eval"], "f1")) if reach else None
-    return best, unblind, floor
+    return best, unblind
 
 
 def round7_frontier(res: Results) -> str:
     """The frontier table of 2e for the recipe of record's family and each of this round's,
     then the two devel choices (best F1; best F1 at no knowledge's recall outside)."""
-    best, unblind, floor = _choices(res)
-    text = mix.frontier_table(_families(res), floor)
+    fams, floor = _families(res), mix.none_recall_outside(res, "eval")
+    best, unblind = _choices(fams, floor)
+    text = mix.frontier_table(fams, floor)
     text += f"\nBest devel F1 of all: {best[1]} ({best[0]}). "
     text += (f"Best devel F1 at recall outside ≥ none's ({floor:.1f}): {unblind[1]} ({unblind[0]}).\n" if unblind
              else f"No setting reaches none's devel recall outside ({floor:.1f}).\n")
     return text
 
 
-def _pareto(res: Results) -> list[tuple[str, str]]:
+def _pareto(fams: dict[str, mix.Family]) -> list[tuple[str, str]]:
     """(family, setting) of every setting no other beats on both devel F1 and devel recall outside."""
-    fams = {**dict(mix.families(res)), **_families(res)}
     pts = [(_mean(v["eval"], "recall_other"), _mean(v["eval"], "f1"), n, k)
            for n, f in fams.items() for k, v in f.items() if "eval" in v and "test" in v]
     front, best = [], float("-inf")
@@ -92,18 +94,14 @@ def round7_test(res: Results) -> str:
     """Test scores, recall inside and outside the dictionary of the unblind choice and of each
     new family's devel optimum, paired against no knowledge (argmax, the issue's reference)
     and the recipe of record; then how many of the devel frontier's settings are each kind's."""
-    _, unblind, _ = _choices(res)
     fams = _families(res)
+    _, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
     picks = [] if unblind is None else [("unblind choice", *unblind)]
     for name, fam in fams.items():
-        if name != mix.families(res)[0][0]:
+        if name != mix.DIAL_FAMILY:
             opt = max((k for k in fam if "eval" in fam[k]), key=lambda k: _mean(fam[k]["eval"], "f1"))
             picks.append((f"{name.split(':')[0]}, devel optimum", name, opt))
-    decoded = decoding._scores(res, "test")
-    by_setting: dict[str, list[dict[str, Any]]] = {}
-    for r in res.csv(decoding.DECODE):
-        if r["split"] == "test":
-            by_setting.setdefault(decoding.setting(r), []).append(r)
+    decoded, by_setting = decoding._scores(res, "test"), decoding._runs(res, "test")
     scores: Scores = {(k, decoding.FRACTION): decoded[(k, decoding.FRACTION)] for k in ("none", mix.RECIPE)}
     out = []
     for label, family, setting in picks:
@@ -120,10 +118,8 @@ def round7_test(res: Results) -> str:
                    [[k, _mean_sd([float(r["f1"]) for r in rows]), f"{_mean(rows, 'precision'):.2f}",
                      f"{_mean(rows, 'recall_dict'):.1f}", f"{_mean(rows, 'recall_other'):.1f}", a, b]
                     for k, rows, a, b in out])
-    front = _pareto(res)
-    kinds: dict[str, int] = {}
-    for n, _ in front:
-        kinds[n] = kinds.get(n, 0) + 1
+    front = _pareto(all_families(res))
+    kinds = Counter(n for n, _ in front)
     return table + (f"\nThe devel frontier (no other setting has both a higher devel F1 and a higher devel recall "
                     f"outside): {len(front)} settings; "
-                    + "; ".join(f"{n}: {c}" for n, c in sorted(kinds.items(), key=lambda kv: -kv[1])) + ".\n")
+                    + "; ".join(f"{n}: {c}" for n, c in kinds.most_common()) + ".\n")

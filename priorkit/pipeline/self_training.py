@@ -81,13 +81,12 @@ def trained_before(plan: RunPlan, key: str) -> Path | None:
     """A model folder in the pipeline's output folder (a run's ``model/`` or a teacher's) trained
     with train key ``key`` at ``plan``'s fraction and seed: the same weights; None when none is
     kept."""
-    from ..inference.manifest import read_run
+    from ..inference.manifest import trained_with
 
     cell = Path(f"frac{plan.fraction:g}") / f"seed{plan.seed}"
     for pattern in (str(cell / MODEL_DIR), str(cell / TEACHER_DIR / MODEL_DIR)):
         for folder in sorted(plan.cfg.out_dir.glob(f"*/{pattern}")):
-            meta = read_run(folder)
-            if meta and (meta.get("train") or {}).get("train_key") == key and (folder / "config.json").exists():
+            if trained_with(folder, key) and (folder / "config.json").exists():
                 return folder
     return None
 

@@ -125,10 +125,9 @@ def metrics_valid(plan: RunPlan, splits: dict[str, Split]) -> dict | None:
 
 
 def model_valid(plan: RunPlan, key: str) -> bool:
-    from ..inference.manifest import read_run
+    from ..inference.manifest import trained_with
 
-    meta = read_run(plan.run_dir / MODEL_DIR)
-    return bool(meta) and meta.get("train", {}).get("train_key") == key
+    return trained_with(plan.run_dir / MODEL_DIR, key)
 
 
 def _claim_run_dir(plan: RunPlan, key: str, force: bool) -> bool:
