@@ -85,7 +85,8 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
     r = dictionary_recall(tags, gold, dictionary)
     return {"precision": round(100 * m["precision"], 2), "recall": round(100 * m["recall"], 2),
             "f1": round(100 * m["f1"], 2), "recall_dict": round(r.recall_dict, 2),
-            "recall_other": round(r.recall_other, 2)}
+            "recall_other": round(r.recall_other, 2), "recall_boundary": round(r.recall_boundary, 2),
+            "recall_unseen": round(r.recall_unseen, 2)}
 
 
 def main() -> None:

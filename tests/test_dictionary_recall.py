@@ -22,6 +22,21 @@ def test_gold_entities_split_by_exact_dictionary_tags():
     assert r.as_dict()["recall_dict"] == 100.0
 
 
+def test_the_others_split_into_other_bounds_and_no_match():
+    gold = [["B-Disease", "I-Disease", "O", "B-Chemical", "O", "B-Disease", "O", "O"]]
+    # "essential hypertension" matched where the gold has only the second word; the chemical matched as a
+    # disease; the last disease touched by no match; a match on words the gold leaves O changes nothing
+    dictionary = [["B-Disease", "I-Disease", "I-Disease", "B-Disease", "O", "O", "O", "B-Chemical"]]
+    gold[0][:2] = ["O", "B-Disease"]
+    predicted = [["O", "B-Disease", "O", "O", "O", "O", "O", "O"]]
+    r = dictionary_recall(predicted, gold, dictionary)
+    assert (r.gold_dict, r.gold_other, r.gold_boundary, r.found_boundary) == (0, 3, 2, 1)
+    assert (r.recall_boundary, r.recall_unseen, r.recall_other) == (50.0, 0.0, pytest.approx(100 / 3))
+    r = dictionary_recall([["O", "O", "O", "O", "O", "B-Disease", "O", "O"]], gold, dictionary)
+    assert (r.recall_boundary, r.recall_unseen) == (0.0, 100.0)
+    assert {"recall_boundary", "recall_unseen", "gold_boundary"} <= set(r.as_dict())
+
+
 def test_empty_parts_and_mismatched_inputs():
     r = dictionary_recall([["O", "O"]], [["O", "O"]], [["B-Chemical", "O"]])
     assert r == DictionaryRecall() and (r.recall, r.recall_dict, r.recall_other, r.coverage) == (0, 0, 0, 0)
@@ -60,6 +75,10 @@ def test_on_real_sentences_and_the_real_dictionary(bc5cdr_test_tagged):
     # the dictionary as the prediction finds exactly its own part and nothing else
     alone = dictionary_recall(dictionary, gold, dictionary)
     assert (alone.recall_dict, alone.recall_other) == (100.0, 0.0)
+    # the others: some overlap a match (other bounds or type), more are touched by none
+    assert 0 < alone.gold_boundary < alone.gold_other - alone.gold_boundary
+    assert (perfect.recall_boundary, perfect.recall_unseen, alone.recall_boundary, alone.recall_unseen) == (
+        100.0, 100.0, 0.0, 0.0)
     assert 50 < alone.coverage < 90  # HPO + MeSH tag most BC5CDR entities exactly, not all
     # and its overall recall is seqeval's exact-entity recall of the dictionary
     assert alone.recall == pytest.approx(100 * ner_metrics(gold, dictionary)["recall"])

@@ -452,3 +452,7 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     section = markdown(rows, "test", lines)
     assert section.rstrip().endswith(f"- {lines[0]}") and "it relies on the dictionary's entities" in lines[0]
     assert "blind" not in markdown(rows, "test")  # no lines given: the table alone
+    assert "| outside: other bounds | outside: no match |" in section
+    assert "| 90.00 | 10.00 | - | - |" in section  # rows written before the split: its columns empty
+    split = [{**r, "recall_boundary": 20.0, "recall_unseen": 50.0} for r in rows]
+    assert "| 90.00 | 10.00 | 20.00 | 50.00 |" in markdown(split, "test")

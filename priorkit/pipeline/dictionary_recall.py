@@ -6,7 +6,10 @@ each an entity of its group's type, as :func:`priorkit.pipeline.posthoc.dictiona
 renders them): those the dictionary tags *exactly* (same type, same first and last word)
 and the rest.  A model's recall on each part says where its gain comes from: a channel
 that only teaches the model to trust the matches raises the first and leaves (or lowers)
-the second.  ``benchmarks/error_profile.py`` and the demo's summary
+the second.  The rest is cut once more: the entities a match overlaps with other bounds or
+another type (``boundary``: "essential hypertension" matched where the gold has
+"hypertension") and those no match touches (``unseen``).  A model that copies the
+dictionary's bounds loses the first; one that ignores what the dictionary lacks, the second.  ``benchmarks/error_profile.py`` and the demo's summary
 (``benchmarks/demo_summary.py``) read it from here; the sweep's reports can too.
 
 Only BIO tags in, counts and percentages out: no model, no provider, no pipeline config.
@@ -35,6 +38,9 @@ class DictionaryRecall:
     found_dict: int = 0
     gold_other: int = 0
     found_other: int = 0
+    #: of ``gold_other``: the entities a dictionary entity overlaps (other bounds or type)
+    gold_boundary: int = 0
+    found_boundary: int = 0
 
     @property
     def gold(self) -> int:
@@ -56,14 +62,28 @@ class DictionaryRecall:
         return 100.0 * self.found_other / self.gold_other if self.gold_other else 0.0
 
     @property
+    def recall_boundary(self) -> float:
+        """Recall x100 on the other gold entities that a dictionary entity overlaps with other
+        bounds or another type (0 when there are none)."""
+        return 100.0 * self.found_boundary / self.gold_boundary if self.gold_boundary else 0.0
+
+    @property
+    def recall_unseen(self) -> float:
+        """Recall x100 on the gold entities no dictionary entity touches (0 when there are none)."""
+        n = self.gold_other - self.gold_boundary
+        return 100.0 * (self.found_other - self.found_boundary) / n if n else 0.0
+
+    @property
     def coverage(self) -> float:
         """Share x100 of the gold entities the dictionary tags exactly."""
         return 100.0 * self.gold_dict / self.gold if self.gold else 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {"gold_dict": self.gold_dict, "found_dict": self.found_dict, "gold_other": self.gold_other,
-                "found_other": self.found_other, "recall": self.recall, "recall_dict": self.recall_dict,
-                "recall_other": self.recall_other, "coverage": self.coverage}
+                "found_other": self.found_other, "gold_boundary": self.gold_boundary,
+                "found_boundary": self.found_boundary, "recall": self.recall, "recall_dict": self.recall_dict,
+                "recall_other": self.recall_other, "recall_boundary": self.recall_boundary,
+                "recall_unseen": self.recall_unseen, "coverage": self.coverage}
 
 
 def dictionary_recall(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],
@@ -75,7 +95,8 @@ def dictionary_recall(predicted: Sequence[Sequence[str]], gold: Sequence[Sequenc
     if not len(predicted) == len(gold) == len(dictionary):
         raise ValueError(f"{len(predicted)} predicted, {len(gold)} gold and {len(dictionary)} dictionary "
                          "sentences: they must be the same sentences")
-    counts = dict.fromkeys(("gold_dict", "found_dict", "gold_other", "found_other"), 0)
+    counts = dict.fromkeys(("gold_dict", "found_dict", "gold_other", "found_other", "gold_boundary",
+                            "found_boundary"), 0)
     for i, (p_tags, g_tags, d_tags) in enumerate(zip(predicted, gold, dictionary)):
         if not len(p_tags) == len(g_tags) == len(d_tags):
             raise ValueError(f"sentence {i}: {len(p_tags)} predicted, {len(g_tags)} gold and {len(d_tags)} "
@@ -85,6 +106,9 @@ def dictionary_recall(predicted: Sequence[Sequence[str]], gold: Sequence[Sequenc
             part = "dict" if e in d else "other"
             counts[f"gold_{part}"] += 1
             counts[f"found_{part}"] += e in p
+            if part == "other" and any(s <= e[2] and e[1] <= t for _, s, t in d):  # a match overlaps it
+                counts["gold_boundary"] += 1
+                counts["found_boundary"] += e in p
     return DictionaryRecall(**counts)
 
 

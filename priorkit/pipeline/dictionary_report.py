@@ -97,7 +97,8 @@ def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
         rec = dictionary_recall(tags, gold, dtags)
         return {"prior": name, "fraction": fraction, "seed": seed, "precision": 100 * m["precision"],
                 "recall": 100 * m["recall"], "f1": 100 * m["f1"], "recall_dict": rec.recall_dict,
-                "recall_other": rec.recall_other, "coverage": rec.coverage}
+                "recall_other": rec.recall_other, "recall_boundary": rec.recall_boundary,
+                "recall_unseen": rec.recall_unseen, "coverage": rec.coverage}
 
     for r, (tags, g) in runs:
         if g == gold:
@@ -150,18 +151,23 @@ def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = 
     coverage = rows[-1]["coverage"]
     lines = ["", f"## Inside and outside the dictionary ({split} split)", "",
              f"Recall on the gold entities the dictionary tags exactly ({coverage:.1f}% of them) and on the "
-             "others; means over seeds, x100.", "",
-             "| prior | fraction | runs | F1 | precision | recall | recall inside | recall outside |",
-             "|---|---|---|---|---|---|---|---|"]
+             "others; the others once more: those a match overlaps with other bounds or another type, and "
+             "those no match touches. Means over seeds, x100.", "",
+             "| prior | fraction | runs | F1 | precision | recall | recall inside | recall outside "
+             "| outside: other bounds | outside: no match |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for (name, fraction), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] == DICTIONARY_ROW)):
         n = len(rs)
 
         def mean(k: str) -> str:
-            return f"{sum(x[k] for x in rs) / n:.2f}"
+            if any(k not in x for x in rs):  # a CSV written before the column
+                return "-"
+            return f"{sum(float(x[k]) for x in rs) / n:.2f}"
 
         runs = "-" if name == DICTIONARY_ROW else str(n)
         lines.append(f"| {name} | {fraction:g} | {runs} | {mean('f1')} | {mean('precision')} | {mean('recall')} | "
-                     f"{mean('recall_dict')} | {mean('recall_other')} |")
+                     f"{mean('recall_dict')} | {mean('recall_other')} | {mean('recall_boundary')} | "
+                     f"{mean('recall_unseen')} |")
     if blind:
         lines += ["", *(f"- {line}" for line in blind)]
     return "\n".join(lines) + "\n"
