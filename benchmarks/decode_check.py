@@ -13,8 +13,10 @@ the same order (the same seed); each word's log-probabilities are then
 the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
 words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
-models say; above 0 fewer entities).  One row per (model, split, weight, bias, decoding): precision, recall, F1, and recall on the gold entities the
-sweep's dictionary tags exactly and on the others (docs/pipelines.md).  ``--cache`` keeps each
+models say; above 0 fewer entities).  One row per (model, split, weight, bias, decoding):
+precision, recall, F1, and recall on the gold entities the sweep's dictionary tags exactly and
+on the others, the others split into those a match overlaps with other bounds or type and
+those no match touches, with the three counts (docs/pipelines.md).  ``--cache`` keeps each
 model's word logits (``.npz``) so that a second pass predicts nothing.
 """
 from __future__ import annotations
@@ -86,7 +88,8 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
     return {"precision": round(100 * m["precision"], 2), "recall": round(100 * m["recall"], 2),
             "f1": round(100 * m["f1"], 2), "recall_dict": round(r.recall_dict, 2),
             "recall_other": round(r.recall_other, 2), "recall_boundary": round(r.recall_boundary, 2),
-            "recall_unseen": round(r.recall_unseen, 2)}
+            "recall_unseen": round(r.recall_unseen, 2), "gold_dict": r.gold_dict, "gold_boundary": r.gold_boundary,
+            "gold_unseen": r.gold_other - r.gold_boundary}
 
 
 def main() -> None:
