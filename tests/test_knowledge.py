@@ -122,6 +122,63 @@ def test_knowledge_dropout_hides_whole_mentions_at_its_rate():
     assert keep_mentions(f, 0.0).all()
 
 
+def test_edge_noise_moves_a_mentions_bounds_by_one_token():
+    import random
+
+    from priorkit.features.model import move_edges
+
+    f = torch.zeros(1, 10, 4)
+    f[0, 2, 0] = f[0, 3, 1] = f[0, 4, 1] = 1  # mention A: tokens 2-4 (group 0)
+    f[0, 7, 2] = 1  # mention B: token 7 alone (group 1)
+    before = f.clone()
+    spans = set()
+    rng = random.Random(0)
+    for _ in range(300):
+        out = move_edges(f, 0.9, rng)
+        assert torch.equal(f, before)  # a copy: the batch's own tensor is left as it is
+        a = out[0, :6, :2]
+        tokens = tuple(int(t) for t in (a.sum(-1) > 0).nonzero().flatten())
+        assert a[tokens[0], 0] == 1 and a[list(tokens[1:]), 0].sum() == 0  # A starts with B, then I only
+        assert out[0, :6, 2:].sum() == 0 and out[0, 8:, :2].sum() == 0  # A stays in its group, B in its own
+        spans.add(tokens)
+        b = tuple(int(t) for t in (out[0, 6:, 2:].sum(-1) > 0).nonzero().flatten() + 6)
+        assert b in ((7,), (6, 7), (7, 8))  # one token alone: never shrunk, moved out by one token at most
+    # A as it is, its first or last token out, the token before or after in: every change, and only these
+    assert spans == {(2, 3, 4), (3, 4), (2, 3), (1, 2, 3, 4), (2, 3, 4, 5)}
+    assert torch.equal(move_edges(f, 0.0, rng), f)
+    # position 0 (the special token) never gains a tag
+    g = torch.zeros(1, 4, 2)
+    g[0, 1, 0] = 1
+    assert all(move_edges(g, 0.99, rng)[0, 0].sum() == 0 for _ in range(100))
+
+
+def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
+    from transformers import BertConfig, BertForTokenClassification
+
+    from priorkit.features.config import FeatureConfig
+    from priorkit.features.model import attach_features
+
+    model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
+                                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
+                                                  num_labels=3, hidden_dropout_prob=0.0,
+                                                  attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    module = attach_features(model, 2, dropout=0.0, edge_noise=0.9)
+    torch.nn.init.normal_(module.proj.weight)
+    ids = torch.tensor([[101, 2000, 2001, 2002, 2003, 102]])
+    f = torch.zeros(1, 6, 2)
+    f[0, 2, 0] = f[0, 3, 1] = 1
+    model.eval()
+    with torch.no_grad():
+        full = model(input_ids=ids, token_features=f).logits
+        assert torch.equal(full, model(input_ids=ids, token_features=f).logits)  # eval: the dictionary's bounds
+        model.train()
+        outs = [model(input_ids=ids, token_features=f).logits for _ in range(20)]
+    assert any(not torch.allclose(o, full, atol=1e-6) for o in outs)
+    for bad in (1.0, -0.1, True):
+        assert [k for k, _ in FeatureConfig(edge_noise=bad).problems()] == ["edge_noise"]
+    assert FeatureConfig(edge_noise=0.3).problems() == []
+
+
 def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
     from transformers import BertConfig, BertForTokenClassification
 

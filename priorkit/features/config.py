@@ -30,6 +30,10 @@ class FeatureConfig:
     #: match, against 1 for every other word; above 1 tells the model that an entity without a
     #: dictionary match is still an entity (the shortcut "no match, no entity" costs more).
     outside_weight: float = 1.0
+    #: training only: probability that a matched mention's bounds move by one token (its first or
+    #: last token loses the features, or the token before or after gains them), so that the model
+    #: reads an entity's bounds from the words rather than copying the dictionary's.
+    edge_noise: float = 0.0
     #: "token": a sigmoid gate per token computed from its embedding (GEMNET-style); "scalar": one
     #: learnable gate for all tokens.
     gate: Literal["token", "scalar"] = "token"
@@ -72,6 +76,9 @@ class FeatureConfig:
             out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
         if isinstance(self.mention_dropout, bool) or not 0.0 <= self.mention_dropout < 1.0:
             out.append(("mention_dropout", f"must lie in [0, 1), got {self.mention_dropout!r}"))
+        if isinstance(self.edge_noise, bool) or not isinstance(self.edge_noise, (int, float)) \
+                or not 0.0 <= self.edge_noise < 1.0:
+            out.append(("edge_noise", f"must lie in [0, 1) (0: off), got {self.edge_noise!r}"))
         if isinstance(self.outside_weight, bool) or not isinstance(self.outside_weight, (int, float)) \
                 or not 0.0 < self.outside_weight <= 100.0:
             out.append(("outside_weight", f"must lie in (0, 100] (1: off), got {self.outside_weight!r}"))

@@ -253,7 +253,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "blind-frontier": mix.blind_frontier, "mix-weak-scores": mix.mix_weak_scores,
     "mix-weak-deltas": mix.mix_weak_deltas, "mix-weak-gain": mix.mix_weak_gain,
     "outside-weight-devel": outside.outside_weight_devel, "round7-frontier": outside.round7_frontier,
-    "round7-test": outside.round7_test,
+    "round7-test": outside.round7_test, "outside-split": outside.outside_split,
 }
 
 

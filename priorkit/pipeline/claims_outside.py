@@ -36,11 +36,17 @@ NEW_FAMILIES = [
 ]
 
 
-def _families(res: Results) -> dict[str, mix.Family]:
-    """2c's family (the recipe of record's students and their mixes) and each of
-    :data:`NEW_FAMILIES` whose file is there."""
+EDGE = "bc5cdr-knowledge-edge-noise.csv"  # decode_check rows of st-ow6-e3 (round 8), alone and mixed
+#: round 8's family: the outside weight 6 with the edge noise 0.3
+ROUND8_FAMILIES = [("st-ow6-e3: outside weight 6 + edge noise 0.3 (± st-nofeat)", EDGE,
+                    ("st-ow6-e3", "st-ow6-e3+st-nofeat"))]
+
+
+def _families(res: Results, new: list = NEW_FAMILIES) -> dict[str, mix.Family]:
+    """2c's family (the recipe of record's students and their mixes) and each of ``new``
+    (default :data:`NEW_FAMILIES`) whose file is there."""
     out = dict(mix.families(res)[:1])
-    for name, file, arms in NEW_FAMILIES:
+    for name, file, arms in new:
         if not (res.folder / file).exists():
             continue
         fam: mix.Family = {}
@@ -51,9 +57,10 @@ def _families(res: Results) -> dict[str, mix.Family]:
     return out
 
 
-def all_families(res: Results) -> dict[str, mix.Family]:
-    """Every family of 2c-2f: the post-hoc ones (:func:`claims_mix.families`) and this round's."""
-    return {**dict(mix.families(res)), **_families(res)}
+def all_families(res: Results, new: list | None = None) -> dict[str, mix.Family]:
+    """Every family of 2c-2g: the post-hoc ones (:func:`claims_mix.families`) and the trained ones
+    of ``new`` (default: rounds 7 and 8)."""
+    return {**dict(mix.families(res)), **_families(res, NEW_FAMILIES + ROUND8_FAMILIES if new is None else new)}
 
 
 def _choices(fams: dict[str, mix.Family], floor: float) -> tuple[tuple[str, str], tuple[str, str] | None]:
@@ -66,10 +73,10 @@ def _choices(fams: dict[str, mix.Family], floor: float) -> tuple[tuple[str, str]
     return best, unblind
 
 
-def round7_frontier(res: Results) -> str:
-    """The frontier table of 2e for the recipe of record's family and each of this round's,
+def round7_frontier(res: Results, new: list = NEW_FAMILIES) -> str:
+    """The frontier table of 2e for the recipe of record's family and each of ``new``'s,
     then the two devel choices (best F1; best F1 at no knowledge's recall outside)."""
-    fams, floor = _families(res), mix.none_recall_outside(res, "eval")
+    fams, floor = _families(res, new), mix.none_recall_outside(res, "eval")
     best, unblind = _choices(fams, floor)
     text = mix.frontier_table(fams, floor)
     text += f"\nBest devel F1 of all: {best[1]} ({best[0]}). "
@@ -90,15 +97,17 @@ def _pareto(fams: dict[str, mix.Family]) -> list[tuple[str, str]]:
     return front
 
 
-def round7_test(res: Results) -> str:
+def round7_test(res: Results, new: list = NEW_FAMILIES, show: list | None = None) -> str:
     """Test scores, recall inside and outside the dictionary of the unblind choice and of each
-    new family's devel optimum, paired against no knowledge (argmax, the issue's reference)
-    and the recipe of record; then how many of the devel frontier's settings are each kind's."""
-    fams = _families(res)
+    of ``show``'s devel optimum (default: ``new``'s), paired against no knowledge (argmax, the
+    issue's reference) and the recipe of record; then how many of the devel frontier's settings
+    are each kind's."""
+    fams = _families(res, new)
     _, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
     picks = [] if unblind is None else [("unblind choice", *unblind)]
+    shown = {n for n, _, _ in (new if show is None else show)}
     for name, fam in fams.items():
-        if name != mix.DIAL_FAMILY:
+        if name in shown:
             opt = max((k for k in fam if "eval" in fam[k]), key=lambda k: _mean(fam[k]["eval"], "f1"))
             picks.append((f"{name.split(':')[0]}, devel optimum", name, opt))
     decoded, by_setting = decoding._scores(res, "test"), decoding._runs(res, "test")
@@ -118,8 +127,63 @@ def round7_test(res: Results) -> str:
                    [[k, _mean_sd([float(r["f1"]) for r in rows]), f"{_mean(rows, 'precision'):.2f}",
                      f"{_mean(rows, 'recall_dict'):.1f}", f"{_mean(rows, 'recall_other'):.1f}", a, b]
                     for k, rows, a, b in out])
-    front = _pareto(all_families(res))
+    front = _pareto(all_families(res, new))
     kinds = Counter(n for n, _ in front)
     return table + (f"\nThe devel frontier (no other setting has both a higher devel F1 and a higher devel recall "
                     f"outside): {len(front)} settings; "
                     + "; ".join(f"{n}: {c}" for n, c in kinds.most_common()) + ".\n")
+
+
+SPLIT = "bc5cdr-knowledge-outside-split.csv"  # decode_check rows with the outside split (round 8)
+#: (label, the rows' arm, their setting) in the table's order; the recipe of record is RECIPE_ROW
+SPLIT_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "features", "features"),
+              ("st-nofeat (Viterbi)", "st-nofeat", "st-nofeat-v"),
+              ("st-branch (Viterbi, O bias 1)", "st-branch", "st-branch-v-o1"),
+              ("the recipe of record: st-branch + st-nofeat 0.6 / 0.4 (mix6-v-o1)", "st-branch+st-nofeat", "mix6-v-o1"),
+              ("st-ow6 (Viterbi, O bias 1)", "st-ow6", "st-ow6-v-o1"),
+              ("st-ow6 + st-nofeat 0.6 / 0.4, O bias 0 (mix6-v)", "st-ow6+st-nofeat", "mix6-v")]
+_SPLIT_KEYS = ("f1", "precision", "recall_dict", "recall_other", "recall_boundary", "recall_unseen")
+
+
+def _split_rows(res: Results, split: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in res.csv(SPLIT):
+        if r["split"] == split:
+            out.setdefault(f"{r['arm']}|{decoding.setting(r)}", []).append(r)
+    return out
+
+
+def outside_split(res: Results) -> str:
+    """Recall outside the dictionary cut in two (a match with other bounds or type / no match at
+    all) for the round's key settings on test, 5 seeds, and the share of the recipe's blindness
+    each part holds."""
+    rows, lines = _split_rows(res, "test"), []
+    head = ["setting (test, 5 seeds)", "F1", "precision", "recall inside", "recall outside",
+            "outside: other bounds", "outside: no match"]
+    for label, arm, name in SPLIT_ROWS:
+        runs = rows.get(f"{arm}|{name}")
+        if runs:
+            lines.append([label] + [f"{_mean(runs, k):.2f}" if k in ("f1", "precision") else f"{_mean(runs, k):.1f}"
+                                    for k in _SPLIT_KEYS])
+    any_row = next(iter(rows.values()))[0]
+    n = {k: int(any_row[f"gold_{k}"]) for k in ("dict", "boundary", "unseen")}
+    none, recipe = rows["none|none"], rows["st-branch+st-nofeat|mix6-v-o1"]
+    other = n["boundary"] + n["unseen"]
+    part = {k: (_mean(none, f"recall_{k}") - _mean(recipe, f"recall_{k}")) * n[k] / other
+            for k in ("boundary", "unseen")}
+    gap = _mean(none, "recall_other") - _mean(recipe, "recall_other")
+    return (_table(head, lines) + f"\nGold entities of the test sample: {n['dict']} the dictionary tags exactly, "
+            f"{n['boundary']} a match overlaps with other bounds or another type, {n['unseen']} no match touches. "
+            f"Of the recipe's {gap:.1f} points of recall outside the dictionary below no knowledge, "
+            f"{part['boundary']:.1f} come from the entities with other bounds and {part['unseen']:.1f} from those "
+            "no match touches.\n")
+
+
+def round8_frontier(res: Results) -> str:
+    """:func:`round7_frontier` with round 8's family beside round 7's."""
+    return round7_frontier(res, NEW_FAMILIES + ROUND8_FAMILIES)
+
+
+def round8_test(res: Results) -> str:
+    """:func:`round7_test` with round 8's family beside round 7's."""
+    return round7_test(res, NEW_FAMILIES + ROUND8_FAMILIES, ROUND8_FAMILIES)

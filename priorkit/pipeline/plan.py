@@ -86,7 +86,7 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("silver", None)
     if d.get("calibrate") is None:  # absent before calibration: old keys hold
         d.pop("calibrate", None)
-    for section, defaults in (("features", {"mention_dropout": 0.0, "outside_weight": 1.0}), ("attention", {"mention_dropout": 0.0}),
+    for section, defaults in (("features", {"mention_dropout": 0.0, "outside_weight": 1.0, "edge_noise": 0.0}), ("attention", {"mention_dropout": 0.0}),
                               ("silver", {"unmatched_weight": None, "teacher": None})):
         for field, default in defaults.items():  # fields added later: old keys hold at their defaults
             if isinstance(d.get(section), dict) and d[section].get(field, default) == default:
