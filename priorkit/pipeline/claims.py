@@ -254,6 +254,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "mix-weak-deltas": mix.mix_weak_deltas, "mix-weak-gain": mix.mix_weak_gain,
     "outside-weight-devel": outside.outside_weight_devel, "round7-frontier": outside.round7_frontier,
     "round7-test": outside.round7_test, "outside-split": outside.outside_split,
+    "edge-noise-devel": outside.edge_noise_devel, "round8-frontier": outside.round8_frontier,
+    "round8-test": outside.round8_test,
 }
 
 

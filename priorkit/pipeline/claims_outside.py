@@ -36,9 +36,11 @@ NEW_FAMILIES = [
 ]
 
 
-EDGE = "bc5cdr-knowledge-edge-noise.csv"  # decode_check rows of st-ow6-e3 (round 8), alone and mixed
-#: round 8's family: the outside weight 6 with the edge noise 0.3
-ROUND8_FAMILIES = [("st-ow6-e3: outside weight 6 + edge noise 0.3 (± st-nofeat)", EDGE,
+EDGE = "bc5cdr-knowledge-edge-noise.csv"  # decode_check rows of round 8's students, alone and mixed
+#: round 8's families: the outside weight 3 or 6 with the edge noise 0.3
+ROUND8_FAMILIES = [("st-ow3-e3: outside weight 3 + edge noise 0.3 (± st-nofeat)", EDGE,
+                    ("st-ow3-e3", "st-ow3-e3+st-nofeat")),
+                   ("st-ow6-e3: outside weight 6 + edge noise 0.3 (± st-nofeat)", EDGE,
                     ("st-ow6-e3", "st-ow6-e3+st-nofeat"))]
 
 
@@ -187,3 +189,40 @@ def round8_frontier(res: Results) -> str:
 def round8_test(res: Results) -> str:
     """:func:`round7_test` with round 8's family beside round 7's."""
     return round7_test(res, NEW_FAMILIES + ROUND8_FAMILIES, ROUND8_FAMILIES)
+
+
+EDGE_DEVEL = "bc5cdr-knowledge-edge-noise-devel.csv"  # round 8's screening, seeds 0-1, devel (decode_check rows)
+#: the students of the screening in the table's order (each alone or mixed with st-nofeat)
+EDGE_STUDENTS = ["st-branch", "st-ow3", "st-ow3-e3", "st-ow3-e6", "st-ow6", "st-ow6-e3", "st-ow6-e6"]
+
+
+def edge_noise_devel(res: Results) -> str:
+    """Round 8's screening on devel, seeds 0-1: token features alone with and without the edge
+    noise (Viterbi, O bias 1), then each self-training student mixed with st-nofeat like the
+    recipe of record (mix6-v-o1) and its best setting on the grid of 2c whose recall outside
+    reaches no knowledge's (5 seeds' devel floor)."""
+    floor = mix.none_recall_outside(res, "eval")
+    groups: dict[str, dict[str, list[dict]]] = {}
+    for r in res.csv(EDGE_DEVEL):
+        student = r["arm"].split("+")[0]
+        groups.setdefault(student, {}).setdefault(decoding.setting(r).replace(student, "alone"), []).append(r)
+    head = ["model", "setting", "seeds", "F1", "precision", "recall inside", "recall outside",
+            "outside: other bounds", "outside: no match"]
+
+    def line(model: str, name: str, rows: list[dict]) -> list[str]:
+        return [model, name, str(len(rows))] + [f"{_mean(rows, k):.2f}" if k in ("f1", "precision")
+                                                 else f"{_mean(rows, k):.1f}" for k in _SPLIT_KEYS]
+    lines = [line(a, "alone-v-o1", groups[a]["alone-v-o1"]) for a in sorted(groups) if a.startswith("features")]
+    for student in EDGE_STUDENTS:
+        fam = groups.get(student)
+        if not fam:
+            continue
+        reach = {k: v for k, v in fam.items() if _mean(v, "recall_other") >= floor}
+        best = max(reach, key=lambda k: _mean(reach[k], "f1")) if reach else None
+        note = f" (also the best at outside ≥ {floor:.1f})" if best == mix.RECIPE else ""
+        lines.append(line(student, mix.RECIPE + note, fam[mix.RECIPE]))
+        if best is None:
+            lines.append([student, f"no setting reaches outside {floor:.1f}"] + ["-"] * 7)
+        elif best != mix.RECIPE:
+            lines.append(line(student, f"{best} (best at outside ≥ {floor:.1f})", reach[best]))
+    return _table(head, lines)
