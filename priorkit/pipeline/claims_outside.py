@@ -106,7 +106,7 @@ def round7_test(res: Results, new: list = NEW_FAMILIES, show: list | None = None
     are each kind's."""
     fams = _families(res, new)
     _, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
-    picks = [] if unblind is None else [("unblind choice", *unblind)]
+    picks = [] if unblind is None else [(f"unblind choice ({unblind[0].split(':')[0]})", *unblind)]
     shown = {n for n, _, _ in (new if show is None else show)}
     for name, fam in fams.items():
         if name in shown:
