@@ -122,6 +122,16 @@ def test_knowledge_dropout_hides_whole_mentions_at_its_rate():
     assert keep_mentions(f, 0.0).all()
 
 
+def _tiny_token_model(tokenizer):
+    """A one-layer random BERT token classifier on the real MiniLM vocabulary, no dropout."""
+    from transformers import BertConfig, BertForTokenClassification
+
+    return BertForTokenClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                                                 num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
+                                                 num_labels=3, hidden_dropout_prob=0.0,
+                                                 attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+
+
 def test_edge_noise_moves_a_mentions_bounds_by_one_token():
     import random
 
@@ -153,15 +163,10 @@ def test_edge_noise_moves_a_mentions_bounds_by_one_token():
 
 
 def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
-    from transformers import BertConfig, BertForTokenClassification
-
     from priorkit.features.config import FeatureConfig
     from priorkit.features.model import attach_features
 
-    model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
-                                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
-                                                  num_labels=3, hidden_dropout_prob=0.0,
-                                                  attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    model = _tiny_token_model(minilm_tokenizer)
     module = attach_features(model, 2, dropout=0.0, edge_noise=0.9)
     torch.nn.init.normal_(module.proj.weight)
     ids = torch.tensor([[101, 2000, 2001, 2002, 2003, 102]])
@@ -180,14 +185,9 @@ def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
 
 
 def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
-    from transformers import BertConfig, BertForTokenClassification
-
     from priorkit.features.model import attach_features
 
-    model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
-                                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
-                                                  num_labels=3, hidden_dropout_prob=0.0,
-                                                  attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    model = _tiny_token_model(minilm_tokenizer)
     module = attach_features(model, 4, dropout=0.0, mention_dropout=0.5)
     torch.nn.init.normal_(module.proj.weight)
     ids = torch.tensor([[101, 2000, 2001, 2002, 102]])
