@@ -513,3 +513,13 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     assert "| 90.00 | 10.00 | - | - |" in section  # rows written before the split: its columns empty
     split = [{**r, "recall_boundary": 20.0, "recall_unseen": 50.0} for r in rows]
     assert "| 90.00 | 10.00 | 20.00 | 50.00 |" in markdown(split, "test")
+    # with the split, the line says which part is lost and which setting works on it
+    bounds = [{**r, "recall_boundary": 20.0 if r["prior"] == "st-branch" else 45.0, "recall_unseen": 48.0}
+              for r in rows]
+    line = blind_spots(bounds, "none")[0]
+    assert "other bounds: 20.0% against 45.0%; entities no match touches: 48.0% against 48.0%" in line
+    assert "the larger drop is the former: it copies the dictionary's bounds (features.edge_noise)" in line
+    unseen = [{**r, "recall_boundary": 45.0, "recall_unseen": 30.0 if r["prior"] == "st-branch" else 48.0}
+              for r in rows]
+    assert "(features.outside_weight)" in blind_spots(unseen, "none")[0]
+    assert "larger drop" not in lines[0]  # rows written before the split: the line as before

@@ -120,8 +120,10 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
     if not baseline:
         return []
     by: dict[tuple[str, float], dict[Any, float]] = {}
+    rows_of: dict[tuple[str, float], dict[Any, dict[str, Any]]] = {}
     for r in rows:
         by.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = float(r["recall_other"])
+        rows_of.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = r
     out = []
     for (name, fraction), per_seed in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         base = by.get((baseline, fraction), {})
@@ -135,9 +137,29 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
             out.append(f"blind outside the dictionary: {name} at fraction {fraction:g} finds "
                        f"{sum(per_seed[s] for s in seeds) / len(seeds):.1f}% of the entities the dictionary does "
                        f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({d.mean:+.1f} points{ci}, "
-                       f"{below}/{len(seeds)} seeds below): it relies on the dictionary's entities; "
-                       "see docs/silver.md, when it pays and when it hurts")
+                       f"{below}/{len(seeds)} seeds below): it relies on the dictionary's entities"
+                       + _which_part(rows_of[(name, fraction)], rows_of[(baseline, fraction)], seeds)
+                       + "; see docs/silver.md, when it pays and when it hurts")
     return out
+
+
+def _which_part(arm: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]], seeds: Sequence[Any]) -> str:
+    """The blind line's clause on which part of "outside" is lost: the entities a match overlaps
+    with other bounds (the model copies the dictionary's bounds: ``features.edge_noise``) or those
+    no match touches ("no match, no entity": ``features.outside_weight``); empty for rows written
+    before the split."""
+    keys = ("recall_boundary", "recall_unseen")
+    if any(k not in r for k in keys for r in [*(arm[s] for s in seeds), *(base[s] for s in seeds)]):
+        return ""
+    mean = {(who, k): sum(float(rows[s][k]) for s in seeds) / len(seeds)
+            for who, rows in (("arm", arm), ("base", base)) for k in keys}
+    drop = {k: mean[("base", k)] - mean[("arm", k)] for k in keys}
+    worst = max(keys, key=lambda k: drop[k])
+    knob = ("the former: it copies the dictionary's bounds (features.edge_noise)" if worst == "recall_boundary"
+            else "the latter: it has learned 'no match, no entity' (features.outside_weight)")
+    return (f" (entities a match overlaps with other bounds: {mean[('arm', keys[0])]:.1f}% against "
+            f"{mean[('base', keys[0])]:.1f}%; entities no match touches: {mean[('arm', keys[1])]:.1f}% against "
+            f"{mean[('base', keys[1])]:.1f}%; the larger drop is {knob})")
 
 
 def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = ()) -> str:
