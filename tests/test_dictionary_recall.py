@@ -47,10 +47,11 @@ def test_empty_parts_and_mismatched_inputs():
 
 
 def test_recall_table_means_over_runs():
-    a = DictionaryRecall(gold_dict=10, found_dict=9, gold_other=10, found_other=5)
-    b = DictionaryRecall(gold_dict=10, found_dict=7, gold_other=10, found_other=3)
+    a = DictionaryRecall(gold_dict=10, found_dict=9, gold_other=10, found_other=5, gold_boundary=4, found_boundary=1)
+    b = DictionaryRecall(gold_dict=10, found_dict=7, gold_other=10, found_other=3, gold_boundary=5, found_boundary=3)
     lines = recall_table({"features": [a, b], "empty": []}).splitlines()
-    assert lines[2] == "| features | 2 | 80.0 | 40.0 | 60.0 |" and len(lines) == 3
+    # the others' parts: other bounds (1/4 and 3/5), no match (4/6 and 0/5)
+    assert lines[2] == "| features | 2 | 80.0 | 40.0 | 42.5 | 33.3 | 60.0 |" and len(lines) == 3
 
 
 @pytest.fixture(scope="module")

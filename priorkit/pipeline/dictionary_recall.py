@@ -114,13 +114,15 @@ def dictionary_recall(predicted: Sequence[Sequence[str]], gold: Sequence[Sequenc
 
 def recall_table(per_arm: Mapping[str, Sequence[DictionaryRecall]]) -> str:
     """A Markdown table: per arm, the mean over its runs (seeds) of the recall on the
-    dictionary's entities, on the others and overall."""
-    lines = ["| arm | runs | recall, entities the dictionary tags | recall, the others | recall |",
-             "|---|---|---|---|---|"]
+    dictionary's entities, on the others (and on their two parts) and overall."""
+    lines = ["| arm | runs | recall, entities the dictionary tags | recall, the others | the others: a match with "
+             "other bounds | the others: no match | recall |",
+             "|---|---|---|---|---|---|---|"]
     for arm, runs in per_arm.items():
         if not runs:
             continue
         n = len(runs)
-        lines.append(f"| {arm} | {n} | {sum(r.recall_dict for r in runs) / n:.1f} | "
-                     f"{sum(r.recall_other for r in runs) / n:.1f} | {sum(r.recall for r in runs) / n:.1f} |")
+        cells = [sum(getattr(r, k) for r in runs) / n
+                 for k in ("recall_dict", "recall_other", "recall_boundary", "recall_unseen", "recall")]
+        lines.append(f"| {arm} | {n} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
     return "\n".join(lines) + "\n"
