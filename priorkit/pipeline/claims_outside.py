@@ -37,9 +37,11 @@ NEW_FAMILIES = [
 
 
 EDGE = "bc5cdr-knowledge-edge-noise.csv"  # decode_check rows of round 8's students, alone and mixed
-#: round 8's families: the outside weight 3 or 6 with the edge noise 0.3
+#: round 8's families: the outside weight 3 or 6 with the edge noise 0.3, and 3 with 0.6
 ROUND8_FAMILIES = [("st-ow3-e3: outside weight 3 + edge noise 0.3 (± st-nofeat)", EDGE,
                     ("st-ow3-e3", "st-ow3-e3+st-nofeat")),
+                   ("st-ow3-e6: outside weight 3 + edge noise 0.6 (± st-nofeat)", EDGE,
+                    ("st-ow3-e6", "st-ow3-e6+st-nofeat")),
                    ("st-ow6-e3: outside weight 6 + edge noise 0.3 (± st-nofeat)", EDGE,
                     ("st-ow6-e3", "st-ow6-e3+st-nofeat"))]
 
@@ -55,7 +57,8 @@ def _families(res: Results, new: list = NEW_FAMILIES) -> dict[str, mix.Family]:
         for r in res.csv(file):
             if r["arm"] in arms:
                 mix.add(fam, decoding.setting(r), r)
-        out[name] = fam
+        if fam:  # a family whose rows are not in the file yet is left out
+            out[name] = fam
     return out
 
 
