@@ -89,7 +89,7 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
             "f1": round(100 * m["f1"], 2), "recall_dict": round(r.recall_dict, 2),
             "recall_other": round(r.recall_other, 2), "recall_boundary": round(r.recall_boundary, 2),
             "recall_unseen": round(r.recall_unseen, 2), "gold_dict": r.gold_dict, "gold_boundary": r.gold_boundary,
-            "gold_unseen": r.gold_other - r.gold_boundary}
+            "gold_unseen": r.gold_unseen}
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ def test_the_others_split_into_other_bounds_and_no_match():
     gold[0][:2] = ["O", "B-Disease"]
     predicted = [["O", "B-Disease", "O", "O", "O", "O", "O", "O"]]
     r = dictionary_recall(predicted, gold, dictionary)
-    assert (r.gold_dict, r.gold_other, r.gold_boundary, r.found_boundary) == (0, 3, 2, 1)
+    assert (r.gold_dict, r.gold_other, r.gold_boundary, r.found_boundary, r.gold_unseen) == (0, 3, 2, 1, 1)
     assert (r.recall_boundary, r.recall_unseen, r.recall_other) == (50.0, 0.0, pytest.approx(100 / 3))
     r = dictionary_recall([["O", "O", "O", "O", "O", "B-Disease", "O", "O"]], gold, dictionary)
     assert (r.recall_boundary, r.recall_unseen) == (0.0, 100.0)

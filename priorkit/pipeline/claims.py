@@ -29,7 +29,9 @@ devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 1
 ``mix-weak-scores`` / ``mix-weak-deltas`` / ``mix-weak-gain`` (the recipe's file in the weak regime);
 ``outside-weight-devel`` / ``round7-frontier`` / ``round7-test`` (two training changes against
 blindness: ``features.outside_weight``, and the student without features taught by the features
-teacher; :mod:`.claims_outside`).
+teacher), ``outside-split`` (recall outside the dictionary: other bounds / no match) and
+``edge-noise-devel`` / ``round8-frontier`` / ``round8-test`` (``features.edge_noise``;
+:mod:`.claims_outside`).
 """
 from __future__ import annotations
 

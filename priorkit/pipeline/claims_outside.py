@@ -1,9 +1,12 @@
-"""Claims blocks of issue 30's seventh round: two training changes against blindness, scored
-like the recipe of record (``benchmarks/decode_check.py`` rows on kept models, devel and test):
-``features.outside_weight`` (the loss weight of the entity words the dictionary does not match;
-its devel sweep's features arms from the sweep's recall file, its self-training students alone
-and mixed with the kept student without features), and the student without features taught by
-the features teacher (alone and mixed with the kept features student).  Registered in
+"""Claims blocks of issue 30's seventh and eighth rounds, scored like the recipe of record
+(``benchmarks/decode_check.py`` rows on kept models, devel and test).  Round 7: two training
+changes against blindness, ``features.outside_weight`` (the loss weight of the entity words the
+dictionary does not match; its devel sweep's features arms from the sweep's recall file, its
+self-training students alone and mixed with the kept student without features) and the student
+without features taught by the features teacher (alone and mixed with the kept features
+student).  Round 8: recall outside the dictionary split into the entities a match overlaps with
+other bounds and those no match touches (``outside-split``), and ``features.edge_noise``
+(``edge-noise-devel``, ``round8-frontier``, ``round8-test``).  Registered in
 :data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
@@ -140,7 +143,7 @@ def round7_test(res: Results, new: list = NEW_FAMILIES, show: list | None = None
 
 
 SPLIT = "bc5cdr-knowledge-outside-split.csv"  # decode_check rows with the outside split (round 8)
-#: (label, the rows' arm, their setting) in the table's order; the recipe of record is RECIPE_ROW
+#: (label, the rows' arm, their setting) in the table's order
 SPLIT_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "features", "features"),
               ("st-nofeat (Viterbi)", "st-nofeat", "st-nofeat-v"),
               ("st-branch (Viterbi, O bias 1)", "st-branch", "st-branch-v-o1"),
@@ -148,6 +151,11 @@ SPLIT_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "features
               ("st-ow6 (Viterbi, O bias 1)", "st-ow6", "st-ow6-v-o1"),
               ("st-ow6 + st-nofeat 0.6 / 0.4, O bias 0 (mix6-v)", "st-ow6+st-nofeat", "mix6-v")]
 _SPLIT_KEYS = ("f1", "precision", "recall_dict", "recall_other", "recall_boundary", "recall_unseen")
+
+
+def _split_cells(rows: list[dict]) -> list[str]:
+    """The means of :data:`_SPLIT_KEYS` over ``rows`` (F1 and precision to 2 decimals, recalls to 1)."""
+    return [f"{_mean(rows, k):.2f}" if k in ("f1", "precision") else f"{_mean(rows, k):.1f}" for k in _SPLIT_KEYS]
 
 
 def _split_rows(res: Results, split: str) -> dict[str, list[dict]]:
@@ -168,8 +176,7 @@ def outside_split(res: Results) -> str:
     for label, arm, name in SPLIT_ROWS:
         runs = rows.get(f"{arm}|{name}")
         if runs:
-            lines.append([label] + [f"{_mean(runs, k):.2f}" if k in ("f1", "precision") else f"{_mean(runs, k):.1f}"
-                                    for k in _SPLIT_KEYS])
+            lines.append([label] + _split_cells(runs))
     any_row = next(iter(rows.values()))[0]
     n = {k: int(any_row[f"gold_{k}"]) for k in ("dict", "boundary", "unseen")}
     none, recipe = rows["none|none"], rows["st-branch+st-nofeat|mix6-v-o1"]
@@ -213,8 +220,7 @@ def edge_noise_devel(res: Results) -> str:
             "outside: other bounds", "outside: no match"]
 
     def line(model: str, name: str, rows: list[dict]) -> list[str]:
-        return [model, name, str(len(rows))] + [f"{_mean(rows, k):.2f}" if k in ("f1", "precision")
-                                                 else f"{_mean(rows, k):.1f}" for k in _SPLIT_KEYS]
+        return [model, name, str(len(rows))] + _split_cells(rows)
     lines = [line(a, "alone-v-o1", groups[a]["alone-v-o1"]) for a in sorted(groups) if a.startswith("features")]
     for student in EDGE_STUDENTS:
         fam = groups.get(student)

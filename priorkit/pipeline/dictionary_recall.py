@@ -9,8 +9,9 @@ that only teaches the model to trust the matches raises the first and leaves (or
 the second.  The rest is cut once more: the entities a match overlaps with other bounds or
 another type (``boundary``: "essential hypertension" matched where the gold has
 "hypertension") and those no match touches (``unseen``).  A model that copies the
-dictionary's bounds loses the first; one that ignores what the dictionary lacks, the second.  ``benchmarks/error_profile.py`` and the demo's summary
-(``benchmarks/demo_summary.py``) read it from here; the sweep's reports can too.
+dictionary's bounds loses the first; one that ignores what the dictionary lacks, the second.
+``benchmarks/error_profile.py`` and the demo's summary (``scripts/demo_summary.py``) read it
+from here; the sweep's reports can too.
 
 Only BIO tags in, counts and percentages out: no model, no provider, no pipeline config.
 """
@@ -62,6 +63,11 @@ class DictionaryRecall:
         return 100.0 * self.found_other / self.gold_other if self.gold_other else 0.0
 
     @property
+    def gold_unseen(self) -> int:
+        """The other gold entities no dictionary entity touches."""
+        return self.gold_other - self.gold_boundary
+
+    @property
     def recall_boundary(self) -> float:
         """Recall x100 on the other gold entities that a dictionary entity overlaps with other
         bounds or another type (0 when there are none)."""
@@ -70,7 +76,7 @@ class DictionaryRecall:
     @property
     def recall_unseen(self) -> float:
         """Recall x100 on the gold entities no dictionary entity touches (0 when there are none)."""
-        n = self.gold_other - self.gold_boundary
+        n = self.gold_unseen
         return 100.0 * (self.found_other - self.found_boundary) / n if n else 0.0
 
     @property

@@ -119,11 +119,10 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
     gives its 95% CI, :func:`priorkit.stats.paired`, so that a drop on few seeds reads as such)."""
     if not baseline:
         return []
-    by: dict[tuple[str, float], dict[Any, float]] = {}
     rows_of: dict[tuple[str, float], dict[Any, dict[str, Any]]] = {}
     for r in rows:
-        by.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = float(r["recall_other"])
         rows_of.setdefault((r["prior"], r["fraction"]), {})[r["seed"]] = r
+    by = {k: {s: float(r["recall_other"]) for s, r in v.items()} for k, v in rows_of.items()}
     out = []
     for (name, fraction), per_seed in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         base = by.get((baseline, fraction), {})
