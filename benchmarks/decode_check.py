@@ -5,11 +5,15 @@ word by word (no training; docs/inference.md#decoding).
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
         [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
         [--cache DIR] [--out docs/results/NAME.csv]
+    python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ...
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
 the same order (the same seed); each word's log-probabilities are then
-``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--outside``:
+``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--with``
+given k times mixes k models into each RUN: each weight is then k + 1 numbers joined by commas
+(RUN's first, in the order of ``--with``; they must add up to 1), the rows' ``weights`` column
+holds them joined by "/" and ``weight`` RUN's own.  ``--outside``:
 the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
 words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
@@ -89,54 +93,86 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
             "f1": round(100 * m["f1"], 2), "recall_dict": round(r.recall_dict, 2),
             "recall_other": round(r.recall_other, 2), "recall_boundary": round(r.recall_boundary, 2),
             "recall_unseen": round(r.recall_unseen, 2), "gold_dict": r.gold_dict, "gold_boundary": r.gold_boundary,
-            "gold_unseen": r.gold_unseen}
+            "gold_unseen": r.gold_unseen, "precision_dict": round(r.precision_dict, 2),
+            "precision_other": round(r.precision_other, 2), "pred_other": r.pred_other}
+
+
+def mix_weights(text: str, k: int, error) -> tuple[float, ...]:
+    """The k + 1 weights of a mix of RUN and ``k`` models from ``text`` ("0.6", or "0.2,0.2,0.6");
+    one number with one model is RUN's weight, the other's is the rest."""
+    try:
+        w = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        error(f"--weights {text!r}: not numbers")
+    if k <= 1 and len(w) == 1:
+        return (w[0], 1.0 - w[0]) if k == 1 else (1.0,)
+    if len(w) != k + 1 or abs(sum(w) - 1.0) > 1e-6 or min(w) < 0:
+        error(f"--weights {text!r}: a mix of RUN and {k} model(s) takes {k + 1} weights >= 0 joined by commas, "
+              "adding up to 1")
+    return w
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pipeline")
     ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--with", dest="others", nargs="+", type=Path, default=None)
-    ap.add_argument("--weights", nargs="+", type=float, default=[1.0])
+    ap.add_argument("--with", dest="others", nargs="+", type=Path, action="append", default=None)
+    ap.add_argument("--weights", nargs="+", default=["1"],
+                    help="RUN's weight (one --with), or k + 1 weights joined by commas (--with given k times)")
     ap.add_argument("--outside", nargs="+", type=float, default=None,
                     help="RUN's weights at the words the dictionary does not tag (default: --weights)")
     ap.add_argument("--o-bias", dest="biases", nargs="+", type=float, default=[0.0])
     ap.add_argument("--decodings", nargs="+", choices=DECODINGS, default=list(DECODINGS))
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
     ap.add_argument("--name", default="", help="the runs' arm, for the rows (default: empty)")
-    ap.add_argument("--with-name", default="", help="the --with runs' arm, for the rows")
+    ap.add_argument("--with-name", action="append", default=None,
+                    help="the --with runs' arm, for the rows (once per --with)")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if args.others is not None and len(args.others) != len(args.runs):
-        ap.error(f"--with names {len(args.others)} models for {len(args.runs)} runs; give one per run")
+    groups = args.others or []
+    if any(len(g) != len(args.runs) for g in groups):
+        ap.error(f"each --with must name one model per run ({len(args.runs)}); got {[len(g) for g in groups]}")
+    names = args.with_name or [""] * len(groups)
+    if len(names) != len(groups):
+        ap.error(f"--with-name given {len(names)} times for {len(groups)} --with")
+    weights = [mix_weights(w, len(groups), ap.error) for w in args.weights]
+    if args.outside is not None and len(groups) != 1:
+        ap.error("--outside gates a mix of two models: give --with once")
     data, arm = pipeline_data(args.pipeline)
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)
-            b = None
-            if args.others is not None:
-                b, labels_b = word_log_probs(args.others[i], split, examples, args.cache)
+            others = []
+            for g in groups:
+                b, labels_b = word_log_probs(g[i], split, examples, args.cache)
                 if labels_b != labels:
-                    raise SystemExit(f"{args.others[i]} predicts {labels_b}, {run} {labels}: not the same task")
+                    raise SystemExit(f"{g[i]} predicts {labels_b}, {run} {labels}: not the same task")
+                others.append(b)
             seed = re.search(r"seed(\d+)", str(run))
             fraction = re.search(r"frac([0-9.]+)/", str(run))
-            pairs = [(w, w) for w in args.weights] if args.outside is None else \
-                [(w, wo) for w in args.weights for wo in args.outside]
-            for w, wo in pairs if b is not None else [(1.0, 1.0)]:
-                mix = b is not None and not w == wo == 1.0
-                mixed = mix_log_probs(a, b, tagged, w, wo) if mix else a
+            pairs = [(w, w) for w in weights] if args.outside is None else \
+                [(w, (wo, 1 - wo)) for w in weights for wo in args.outside]
+            for w, wo in pairs if others else [((1.0,), (1.0,))]:
+                mix = bool(others) and w[0] != 1.0 or (args.outside is not None and wo[0] != 1.0)
+                if not mix:
+                    mixed = a
+                elif len(others) == 1:
+                    mixed = mix_log_probs(a, others[0], tagged, w[0], wo[0])
+                else:
+                    mixed = [sum(x * m for x, m in zip(w, ms)) for ms in zip(a, *others)]
                 for bias in args.biases:
                     for how in args.decodings:
                         tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
-                        row = {"arm": f"{args.name}+{args.with_name}" if mix else args.name,
+                        row = {"arm": "+".join([args.name, *names]) if mix else args.name,
                                **({"fraction": fraction.group(1)} if fraction else {}),
-                               "seed": seed.group(1) if seed else "", "split": split, "weight": w,
-                               **({"weight_outside": wo} if args.outside is not None else {}), "o_bias": bias,
+                               "seed": seed.group(1) if seed else "", "split": split, "weight": w[0],
+                               **({"weights": "/".join(f"{x:g}" for x in w)} if len(groups) > 1 else {}),
+                               **({"weight_outside": wo[0]} if args.outside is not None else {}), "o_bias": bias,
                                "decode": how, **scores(tags, gold, dictionary),
-                               "model": str(run), "with": str(args.others[i]) if mix else ""}
+                               "model": str(run), "with": " ".join(str(g[i]) for g in groups) if mix else ""}
                         rows.append(row)
                         print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     if args.out:

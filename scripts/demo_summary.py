@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             f1_table(scores, arms, fraction, baseline, dict_f1),
             f"Recall x100 inside and outside the dictionary (it tags {cov.gold_dict} of the {cov.gold} gold "
             f"entities exactly, {cov.coverage:.1f}%; of the others a match overlaps {cov.gold_boundary} with other "
-            f"bounds or another type, none touches {cov.gold_unseen}; means over seeds):\n",
+            f"bounds or another type, none touches {cov.gold_unseen}; means over seeds), and how often the "
+            "entities an arm predicts beyond the dictionary are right (below half its F1, such finds cost F1):\n",
             recall_table(per_arm)]
     best = next((a for a in ("features", "attention") if a in preds), None)
     seed0 = min(preds[baseline]) if preds.get(baseline) else None

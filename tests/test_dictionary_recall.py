@@ -22,6 +22,24 @@ def test_gold_entities_split_by_exact_dictionary_tags():
     assert r.as_dict()["recall_dict"] == 100.0
 
 
+def test_predictions_split_into_dictionary_entities_and_the_others():
+    gold = [["B-Chemical", "O", "B-Disease", "I-Disease", "O", "B-Disease", "O"]]
+    dictionary = [["B-Chemical", "O", "B-Disease", "O", "O", "O", "B-Chemical"]]
+    # predicted: the chemical (a dictionary entity, right), the last dictionary match (wrong), the
+    # two-word disease (beyond the dictionary, right), a disease on word 4 (beyond it, wrong)
+    predicted = [["B-Chemical", "O", "B-Disease", "I-Disease", "B-Disease", "O", "B-Chemical"]]
+    r = dictionary_recall(predicted, gold, dictionary)
+    assert (r.pred_dict, r.right_dict, r.pred_other, r.right_other) == (2, 1, 2, 1)
+    assert (r.precision_dict, r.precision_other) == (50.0, 50.0)
+    # the predicted part with other bounds than the dictionary's is "beyond the dictionary" too
+    r = dictionary_recall([["B-Chemical", "I-Chemical", "O", "O", "O", "O", "O"]], gold, dictionary)
+    assert (r.pred_dict, r.pred_other, r.right_other, r.precision_other) == (0, 1, 0, 0.0)
+    assert {"precision_dict", "precision_other", "pred_other"} <= set(r.as_dict())
+    # nothing predicted: 0, not a division by zero
+    r = dictionary_recall([["O"] * 7], gold, dictionary)
+    assert (r.precision_dict, r.precision_other) == (0.0, 0.0)
+
+
 def test_the_others_split_into_other_bounds_and_no_match():
     gold = [["B-Disease", "I-Disease", "O", "B-Chemical", "O", "B-Disease", "O", "O"]]
     # "essential hypertension" matched where the gold has only the second word; the chemical matched as a
@@ -47,11 +65,15 @@ def test_empty_parts_and_mismatched_inputs():
 
 
 def test_recall_table_means_over_runs():
-    a = DictionaryRecall(gold_dict=10, found_dict=9, gold_other=10, found_other=5, gold_boundary=4, found_boundary=1)
-    b = DictionaryRecall(gold_dict=10, found_dict=7, gold_other=10, found_other=3, gold_boundary=5, found_boundary=3)
-    lines = recall_table({"features": [a, b], "empty": []}).splitlines()
-    # the others' parts: other bounds (1/4 and 3/5), no match (4/6 and 0/5)
-    assert lines[2] == "| features | 2 | 80.0 | 40.0 | 42.5 | 33.3 | 60.0 |" and len(lines) == 3
+    a = DictionaryRecall(gold_dict=10, found_dict=9, gold_other=10, found_other=5, gold_boundary=4, found_boundary=1,
+                         pred_other=10, right_other=5)
+    b = DictionaryRecall(gold_dict=10, found_dict=7, gold_other=10, found_other=3, gold_boundary=5, found_boundary=3,
+                         pred_other=4, right_other=3)
+    alone = DictionaryRecall(gold_dict=10, found_dict=10, gold_other=10, pred_dict=12, right_dict=10)
+    lines = recall_table({"features": [a, b], "empty": [], "dictionary": [alone]}).splitlines()
+    # the others' parts: other bounds (1/4 and 3/5), no match (4/6 and 0/5); precision beyond: 5/10 and 3/4
+    assert lines[2] == "| features | 2 | 80.0 | 40.0 | 42.5 | 33.3 | 60.0 | 62.5 |"
+    assert lines[3] == "| dictionary | 1 | 100.0 | 0.0 | 0.0 | 0.0 | 50.0 | - |" and len(lines) == 4
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +98,9 @@ def test_on_real_sentences_and_the_real_dictionary(bc5cdr_test_tagged):
     # the dictionary as the prediction finds exactly its own part and nothing else
     alone = dictionary_recall(dictionary, gold, dictionary)
     assert (alone.recall_dict, alone.recall_other) == (100.0, 0.0)
+    # every entity it predicts is a dictionary entity, and their precision is seqeval's
+    assert alone.pred_other == 0 and alone.precision_dict == pytest.approx(100 * ner_metrics(gold, dictionary)["precision"])
+    assert perfect.precision_other == 100.0 and perfect.right_dict == perfect.found_dict
     # the others: some overlap a match (other bounds or type), more are touched by none
     assert 0 < alone.gold_boundary < alone.gold_other - alone.gold_boundary
     assert (perfect.recall_boundary, perfect.recall_unseen, alone.recall_boundary, alone.recall_unseen) == (

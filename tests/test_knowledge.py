@@ -509,10 +509,13 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     section = markdown(rows, "test", lines)
     assert section.rstrip().endswith(f"- {lines[0]}") and "it relies on the dictionary's entities" in lines[0]
     assert "blind" not in markdown(rows, "test")  # no lines given: the table alone
-    assert "| outside: other bounds | outside: no match |" in section
-    assert "| 90.00 | 10.00 | - | - |" in section  # rows written before the split: its columns empty
-    split = [{**r, "recall_boundary": 20.0, "recall_unseen": 50.0} for r in rows]
-    assert "| 90.00 | 10.00 | 20.00 | 50.00 |" in markdown(split, "test")
+    assert "| outside: other bounds | outside: no match | precision outside |" in section
+    assert "| 90.00 | 10.00 | - | - | - |" in section  # rows written before the split: its columns empty
+    split = [{**r, "recall_boundary": 20.0, "recall_unseen": 50.0, "precision_other": 40.0} for r in rows]
+    table = markdown(split, "test")
+    assert "| 90.00 | 10.00 | 20.00 | 50.00 | 40.00 |" in table
+    # the dictionary predicts nothing beyond itself: no precision there to give
+    assert f"| {DICTIONARY_ROW} | 0.1 | - | 70.00 | 70.00 | 70.00 | 90.00 | 0.00 | 20.00 | 50.00 | - |" in table
     # with the split, the line says which part is lost and which setting works on it
     bounds = [{**r, "recall_boundary": 20.0 if r["prior"] == "st-branch" else 45.0, "recall_unseen": 48.0}
               for r in rows]
@@ -523,3 +526,13 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
               for r in rows]
     assert "(features.outside_weight)" in blind_spots(unseen, "none")[0]
     assert "larger drop" not in lines[0]  # rows written before the split: the line as before
+    assert "are right" not in lines[0]
+    # with the precision of the finds beyond the dictionary: the line gives both arms' and, when the
+    # baseline's lie below half the arm's F1 (70 / 2 = 35), says that more of them would cost F1
+    prec = [{**r, "precision_other": 26.5 if r["prior"] == "none" else 48.0} for r in rows]
+    line = blind_spots(prec, "none")[0]
+    assert "not a dictionary entity 48.0% are right, of none's 26.5%" in line
+    assert "below half its F1, 35.0" in line and "more precise finds, not more of them" in line
+    fine = [{**r, "precision_other": 40.0} for r in rows]
+    line = blind_spots(fine, "none")[0]
+    assert "of none's 40.0%" in line and "below half its F1" not in line

@@ -257,7 +257,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "outside-weight-devel": outside.outside_weight_devel, "round7-frontier": outside.round7_frontier,
     "round7-test": outside.round7_test, "outside-split": outside.outside_split,
     "edge-noise-devel": outside.edge_noise_devel, "round8-frontier": outside.round8_frontier,
-    "round8-test": outside.round8_test,
+    "round8-test": outside.round8_test, "outside-precision": outside.outside_precision,
+    "round9-frontier": outside.round9_frontier, "round9-test": outside.round9_test,
 }
 
 

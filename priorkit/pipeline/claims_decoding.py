@@ -4,7 +4,8 @@ models (``benchmarks/decode_check.py``, one row per model, split, mix weight, O 
 decoding); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 
 A setting's short name: ``st-branch`` / ``st-nofeat`` (one model) or ``mix8`` (0.8 of
-st-branch's log-probabilities and 0.2 of st-nofeat's), then ``-v`` for Viterbi decoding and
+st-branch's log-probabilities and 0.2 of st-nofeat's; ``mix226`` for three models, 0.2 / 0.2 / 0.6
+in the order of the row's ``weights``), then ``-v`` for Viterbi decoding and
 ``-o0.5`` for an O bias of 0.5.  Each family chooses the setting with the highest devel mean:
 the recipe (st-branch, st-nofeat and their mixes), and none and token features (their own kept
 models, retrained with the settings and seeds of the curve), so that every arm is compared
@@ -29,7 +30,10 @@ BIASES = [0.0, 0.5, 1.0]
 def setting(row: dict[str, str]) -> str:
     """The short name of a row's setting (see the module doc)."""
     w = float(row["weight"])
-    base = row["arm"] if w == 1.0 else f"mix{round(w * 10)}"
+    if row.get("weights"):  # a mix of three or more models: every weight, in tenths ("mix226")
+        base = "mix" + "".join(str(round(float(x) * 10)) for x in row["weights"].split("/"))
+    else:
+        base = row["arm"] if w == 1.0 else f"mix{round(w * 10)}"
     parts = [base] + (["v"] if row["decode"] == "viterbi" else []) + (
         [f"o{float(row['o_bias']):g}"] if float(row["o_bias"]) else [])
     return "-".join(parts)

@@ -6,8 +6,10 @@ self-training students alone and mixed with the kept student without features) a
 without features taught by the features teacher (alone and mixed with the kept features
 student).  Round 8: recall outside the dictionary split into the entities a match overlaps with
 other bounds and those no match touches (``outside-split``), and ``features.edge_noise``
-(``edge-noise-devel``, ``round8-frontier``, ``round8-test``).  Registered in
-:data:`priorkit.pipeline.claims.BLOCKS`.
+(``edge-noise-devel``, ``round8-frontier``, ``round8-test``).  Round 9: the precision of the
+entities a model predicts beyond the dictionary and the precision the target needs there
+(``outside-precision``), and a mix of three students (``round9-frontier``, ``round9-test``).
+Registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
 
@@ -67,8 +69,9 @@ def _families(res: Results, new: list = NEW_FAMILIES) -> dict[str, mix.Family]:
 
 def all_families(res: Results, new: list | None = None) -> dict[str, mix.Family]:
     """Every family of 2c-2g: the post-hoc ones (:func:`claims_mix.families`) and the trained ones
-    of ``new`` (default: rounds 7 and 8)."""
-    return {**dict(mix.families(res)), **_families(res, NEW_FAMILIES + ROUND8_FAMILIES if new is None else new)}
+    of ``new`` (default: rounds 7, 8 and 9)."""
+    return {**dict(mix.families(res)),
+            **_families(res, NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES if new is None else new)}
 
 
 def _choices(fams: dict[str, mix.Family], floor: float) -> tuple[tuple[str, str], tuple[str, str] | None]:
@@ -235,3 +238,64 @@ def edge_noise_devel(res: Results) -> str:
         elif best != mix.RECIPE:
             lines.append(line(student, f"{best} (best at outside ≥ {floor:.1f})", reach[best]))
     return _table(head, lines)
+
+
+MIX3 = "bc5cdr-knowledge-mix3.csv"  # decode_check rows of the three-model mixes (round 9)
+#: round 9's family: the recipe's features student, the unblind choice's student and st-nofeat, mixed
+ROUND9_FAMILIES = [("mix3: st-branch + st-ow3-e6 + st-nofeat", MIX3, ("st-branch+st-ow3-e6+st-nofeat",))]
+
+
+def round9_frontier(res: Results) -> str:
+    """:func:`round7_frontier` with round 9's family beside those of rounds 7 and 8."""
+    return round7_frontier(res, NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES)
+
+
+def round9_test(res: Results) -> str:
+    """:func:`round7_test` with round 9's family beside those of rounds 7 and 8."""
+    return round7_test(res, NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES, ROUND9_FAMILIES)
+
+
+PRECISION = "bc5cdr-knowledge-outside-precision.csv"  # decode_check rows with the predictions' split (round 9)
+#: (label, the rows' arm, their setting) in the table's order
+PRECISION_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "features", "features"),
+                  ("st-nofeat (Viterbi)", "st-nofeat", "st-nofeat-v"),
+                  ("the recipe of record (mix6-v-o1)", "st-branch+st-nofeat", "mix6-v-o1"),
+                  ("the unblind choice of 2g: st-ow3-e6 + st-nofeat 0.8 / 0.2 (mix8-v)", "st-ow3-e6+st-nofeat", "mix8-v")]
+
+
+def needed_precision(row: dict, recall_outside: float, f1: float = 80.0) -> float:
+    """The precision x100 that a model's entities beyond the dictionary need so that, with ``row``'s
+    entities that are dictionary entities kept as they are, recall outside reaches ``recall_outside``
+    and F1 reaches ``f1`` (F1 = 2 TP / (predicted + gold); a gold entity the dictionary tags exactly
+    is found only by a predicted dictionary entity, so the two parts add up)."""
+    gold_in = int(row["gold_dict"])
+    gold_out = int(row["gold_boundary"]) + int(row["gold_unseen"])
+    gold = gold_in + gold_out
+    right_in = float(row["recall_dict"]) / 100 * gold_in
+    predicted = float(row["recall"]) / 100 * gold / (float(row["precision"]) / 100)
+    pred_in = predicted - int(row["pred_other"])
+    right_out = recall_outside / 100 * gold_out
+    allowed = 2 * (right_in + right_out) / (f1 / 100) - gold - pred_in  # predictions beyond it F1 can pay for
+    return 100.0 * right_out / allowed
+
+
+def outside_precision(res: Results) -> str:
+    """Per key setting (test, 5 seeds): recall and precision beyond the dictionary, and the
+    precision the target needs there, from the recipe's own entities inside it."""
+    rows: dict[str, list[dict]] = {}
+    for r in res.csv(PRECISION):
+        if r["split"] == "test":
+            rows.setdefault(f"{r['arm']}|{decoding.setting(r)}", []).append(r)
+    head = ["setting (test, 5 seeds)", "F1", "precision", "recall inside", "recall outside",
+            "its entities beyond the dictionary", "precision of those"]
+    lines = [[label, f"{_mean(rs, 'f1'):.2f}", f"{_mean(rs, 'precision'):.2f}", f"{_mean(rs, 'recall_dict'):.1f}",
+              f"{_mean(rs, 'recall_other'):.1f}", f"{_mean(rs, 'pred_other'):.0f}", f"{_mean(rs, 'precision_other'):.1f}"]
+             for label, arm, name in PRECISION_ROWS if (rs := rows.get(f"{arm}|{name}"))]
+    none, recipe = rows["none|none"], rows["st-branch+st-nofeat|mix6-v-o1"]
+    floor = _mean(none, "recall_other")
+    need = sorted(needed_precision(r, floor) for r in recipe)
+    return (_table(head, lines) + f"\nAn entity predicted beyond the dictionary raises F1 only when such finds are "
+            f"right more often than F1 / 2. Keeping the recipe's entities that are dictionary entities as they are "
+            f"(recall inside {_mean(recipe, 'recall_dict'):.1f}), recall outside at no knowledge's {floor:.1f} with "
+            f"F1 80 needs its entities beyond the dictionary to be right {need[0]:.1f}-{need[-1]:.1f}% of the time "
+            f"(per seed); no knowledge's are right {_mean(none, 'precision_other'):.1f}%.\n")

@@ -71,7 +71,8 @@ def dictionary_split_tags(arm: PosthocConfig, words: Sequence[Sequence[str]],
 def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
                     words: Sequence[Sequence[str]] | None = None) -> list[dict[str, Any]]:
     """One row per run with saved predictions on ``sweep.split``, and the dictionary alone per
-    fraction: precision, recall, F1, recall inside and outside the dictionary (x100)."""
+    fraction: precision, recall, F1, recall inside and outside the dictionary, and the precision
+    of the predicted entities that are a dictionary entity and of the others (x100)."""
     arm = dictionary_of(cfg)
     split = cfg.sweep.split
     if arm is None:
@@ -98,7 +99,8 @@ def dictionary_rows(cfg: PipelineConfig, rows: Sequence[dict[str, Any]],
         return {"prior": name, "fraction": fraction, "seed": seed, "precision": 100 * m["precision"],
                 "recall": 100 * m["recall"], "f1": 100 * m["f1"], "recall_dict": rec.recall_dict,
                 "recall_other": rec.recall_other, "recall_boundary": rec.recall_boundary,
-                "recall_unseen": rec.recall_unseen, "coverage": rec.coverage}
+                "recall_unseen": rec.recall_unseen, "precision_dict": rec.precision_dict,
+                "precision_other": rec.precision_other, "coverage": rec.coverage}
 
     for r, (tags, g) in runs:
         if g == gold:
@@ -138,6 +140,7 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
                        f"not tag, {baseline} {sum(base[s] for s in seeds) / len(seeds):.1f}% ({d.mean:+.1f} points{ci}, "
                        f"{below}/{len(seeds)} seeds below): it relies on the dictionary's entities"
                        + _which_part(rows_of[(name, fraction)], rows_of[(baseline, fraction)], seeds)
+                       + _precision_part(rows_of[(name, fraction)], rows_of[(baseline, fraction)], seeds, baseline)
                        + "; see docs/silver.md, when it pays and when it hurts")
     return out
 
@@ -161,6 +164,27 @@ def _which_part(arm: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]],
             f"{mean[('base', keys[1])]:.1f}%; the larger drop is {knob})")
 
 
+def _precision_part(arm: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]], seeds: Sequence[Any],
+                    baseline: str) -> str:
+    """The blind line's clause on what the baseline's finds outside the dictionary are worth: the
+    precision of the entities each predicts that are not a dictionary entity.  Below the arm's
+    F1 / 2, matching the baseline's recall there with finds as precise would cost the arm F1.
+    Empty for rows written before the column."""
+    if any("precision_other" not in r for r in [*(arm[s] for s in seeds), *(base[s] for s in seeds)]):
+        return ""
+
+    def mean(rows: dict[Any, dict[str, Any]], k: str) -> float:
+        return sum(float(rows[s][k]) for s in seeds) / len(seeds)
+
+    line = (f"; of the entities it predicts that are not a dictionary entity {mean(arm, 'precision_other'):.1f}% "
+            f"are right, of {baseline}'s {mean(base, 'precision_other'):.1f}%")
+    half = mean(arm, "f1") / 2
+    if mean(base, "precision_other") < half:
+        line += (f" (below half its F1, {half:.1f}: finds as precise as {baseline}'s would cost it F1, so "
+                 "closing the gap takes more precise finds, not more of them)")
+    return line
+
+
 def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = ()) -> str:
     """The section of results.md: means over seeds per (arm, fraction), then the ``blind`` lines
     (:func:`blind_spots`)."""
@@ -173,10 +197,12 @@ def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = 
     lines = ["", f"## Inside and outside the dictionary ({split} split)", "",
              f"Recall on the gold entities the dictionary tags exactly ({coverage:.1f}% of them) and on the "
              "others; the others once more: those a match overlaps with other bounds or another type, and "
-             "those no match touches. Means over seeds, x100.", "",
+             "those no match touches. \"Precision outside\": of the entities an arm predicts that are not "
+             "a dictionary entity, the share that is right; below F1 / 2 such finds cost F1. "
+             "Means over seeds, x100.", "",
              "| prior | fraction | runs | F1 | precision | recall | recall inside | recall outside "
-             "| outside: other bounds | outside: no match |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| outside: other bounds | outside: no match | precision outside |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, fraction), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] == DICTIONARY_ROW)):
         n = len(rs)
 
@@ -188,7 +214,7 @@ def markdown(rows: Sequence[dict[str, Any]], split: str, blind: Sequence[str] = 
         runs = "-" if name == DICTIONARY_ROW else str(n)
         lines.append(f"| {name} | {fraction:g} | {runs} | {mean('f1')} | {mean('precision')} | {mean('recall')} | "
                      f"{mean('recall_dict')} | {mean('recall_other')} | {mean('recall_boundary')} | "
-                     f"{mean('recall_unseen')} |")
+                     f"{mean('recall_unseen')} | {'-' if name == DICTIONARY_ROW else mean('precision_other')} |")
     if blind:
         lines += ["", *(f"- {line}" for line in blind)]
     return "\n".join(lines) + "\n"
