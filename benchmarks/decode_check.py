@@ -5,7 +5,7 @@ word by word (no training; docs/inference.md#decoding).
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
         [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
         [--cache DIR] [--out docs/results/NAME.csv]
-    python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ...
+    python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ... [--fragments]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
@@ -13,7 +13,10 @@ the same order (the same seed); each word's log-probabilities are then
 ``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--with``
 given k times mixes k models into each RUN: each weight is then k + 1 numbers joined by commas
 (RUN's first, in the order of ``--with``; they must add up to 1), the rows' ``weights`` column
-holds them joined by "/" and ``weight`` RUN's own.  ``--outside``:
+holds them joined by "/" and ``weight`` RUN's own.  ``--fragments``: after decoding, the
+dictionary's entity replaces two or more of the model's entities of its type that lie inside it
+(``sweep.posthoc.<arm>.fragments``, :func:`priorkit.pipeline.posthoc.join_fragments`); the rows
+get ``fragments`` = 1.  ``--outside``:
 the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
 words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
@@ -38,6 +41,7 @@ from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import dictionary_recall
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
+from priorkit.pipeline.posthoc import join_fragments
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -127,6 +131,8 @@ def main() -> None:
     ap.add_argument("--name", default="", help="the runs' arm, for the rows (default: empty)")
     ap.add_argument("--with-name", action="append", default=None,
                     help="the --with runs' arm, for the rows (once per --with)")
+    ap.add_argument("--fragments", action="store_true",
+                    help="join the pieces of a dictionary entity the model split (the post-hoc arms' fragments)")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -166,11 +172,14 @@ def main() -> None:
                 for bias in args.biases:
                     for how in args.decodings:
                         tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
+                        if args.fragments:
+                            tags = [join_fragments(t, d) for t, d in zip(tags, dictionary)]
                         row = {"arm": "+".join([args.name, *names]) if mix else args.name,
                                **({"fraction": fraction.group(1)} if fraction else {}),
                                "seed": seed.group(1) if seed else "", "split": split, "weight": w[0],
                                **({"weights": "/".join(f"{x:g}" for x in w)} if len(groups) > 1 else {}),
                                **({"weight_outside": wo[0]} if args.outside is not None else {}), "o_bias": bias,
+                               **({"fragments": 1} if args.fragments else {}),
                                "decode": how, **scores(tags, gold, dictionary),
                                "model": str(run), "with": " ".join(str(g[i]) for g in groups) if mix else ""}
                         rows.append(row)

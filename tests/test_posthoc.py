@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from priorkit.pipeline.config import ConfigError, load_config
-from priorkit.pipeline.posthoc import merge
+from priorkit.pipeline.posthoc import join_fragments, merge
 from priorkit.pipeline.predictions import entity_counts
 from priorkit.pipeline.tasks import ner_metrics
 from priorkit.stats import bootstrap_f1_delta, f1_from_counts
@@ -39,6 +39,35 @@ def test_override_replaces_the_model_entities_it_overlaps():
     # a model entity no dictionary entity touches stays
     assert merge(MODEL, ["O"] * 4 + ["B-Chemical", "O", "O"], "override") == \
         ["B-Chemical", "I-Chemical", "O", "O", "B-Chemical", "B-Disease", "O"]
+
+
+def test_join_fragments_takes_the_dictionary_entity_the_model_split():
+    dictionary = ["O", "B-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "O"]
+    # "migraine" + "aura" inside "migraine with aura" (words 1-3): joined; the one piece inside the
+    # second dictionary entity (words 5-6) stays, the annotators' bounds may be the shorter ones
+    model = ["O", "B-Disease", "O", "B-Disease", "O", "O", "B-Disease", "O"]
+    assert join_fragments(model, dictionary) == \
+        ["O", "B-Disease", "I-Disease", "I-Disease", "O", "O", "B-Disease", "O"]
+    # two pieces, one of another type: left alone
+    other = ["O", "B-Disease", "O", "B-Chemical", "O", "O", "O", "O"]
+    assert join_fragments(other, dictionary) == other
+    # a model entity crossing the dictionary entity's edge (words 3-4): left alone
+    crossing = ["O", "B-Disease", "O", "B-Disease", "I-Disease", "O", "O", "O"]
+    assert join_fragments(crossing, dictionary) == crossing
+    # two pieces that already fill the entity's words (B B I): joined into one entity too
+    assert join_fragments(["O", "B-Disease", "B-Disease", "I-Disease", "O", "O", "O", "O"], dictionary)[:4] == \
+        ["O", "B-Disease", "I-Disease", "I-Disease"]
+    with pytest.raises(Exception, match="7 model tags for 8 dictionary tags"):
+        join_fragments(model[:7], dictionary)
+
+
+def test_fragments_stay_out_of_the_key_of_arms_made_before_it():
+    from priorkit.pipeline.config import PosthocConfig
+    from priorkit.pipeline.posthoc import _NEW_DEFAULTS
+
+    assert _NEW_DEFAULTS["fragments"] is False and PosthocConfig().fragments is False
+    import dataclasses
+    assert set(_NEW_DEFAULTS) <= {f.name for f in dataclasses.fields(PosthocConfig)}
 
 
 def test_a_merge_without_matches_keeps_the_entities_and_their_score():
@@ -199,6 +228,9 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
                                params: {{path: {mini}, cache: false}}, types: {{mini: Disease}},
                                calibrate: {{threshold: 0.5}}}}
             mixed: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5}}
+            joined: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5,
+                      fragments: true, provider: ontology, params: {{path: {mini}, cache: false}},
+                      types: {{mini: Disease}}}}
           dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
@@ -251,6 +283,12 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         m = json.loads((out / "mixed" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
         assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, mixed_tags)["f1"])
         assert float(rows[("mixed", seed)]["test_f1"]) == pytest.approx(m["metrics"]["test"]["f1"])
+        # the same mix with the dictionary's entities joining the pieces the mix split
+        joined = [join_fragments(t, d) for t, d in zip(mixed_tags, dict_tags)]
+        assert read_predictions(out / "joined" / "frac1" / f"seed{seed}", "test")[0] == joined
+        m = json.loads((out / "joined" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
+        assert m["posthoc"]["fragments"] is True
+        assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, joined)["f1"])
     # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
     dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))
     alone = [r for r in dict_rows if r["prior"] == "dictionary alone"]

@@ -241,8 +241,13 @@ def edge_noise_devel(res: Results) -> str:
 
 
 MIX3 = "bc5cdr-knowledge-mix3.csv"  # decode_check rows of the three-model mixes (round 9)
-#: round 9's family: the recipe's features student, the unblind choice's student and st-nofeat, mixed
-ROUND9_FAMILIES = [("mix3: st-branch + st-ow3-e6 + st-nofeat", MIX3, ("st-branch+st-ow3-e6+st-nofeat",))]
+FRAGMENTS = "bc5cdr-knowledge-fragments.csv"  # the same and st-ow3-e6 (± st-nofeat), decode_check --fragments
+#: round 9's families: the recipe's features student, the unblind choice's student and st-nofeat mixed;
+#: then the same mixes and st-ow3-e6's with the dictionary joining the entities a model split
+ROUND9_FAMILIES = [("mix3: st-branch + st-ow3-e6 + st-nofeat", MIX3, ("st-branch+st-ow3-e6+st-nofeat",)),
+                   ("mix3 + fragments joined by the dictionary", FRAGMENTS, ("st-branch+st-ow3-e6+st-nofeat",)),
+                   ("st-ow3-e6 (± st-nofeat) + fragments joined by the dictionary", FRAGMENTS,
+                    ("st-ow3-e6", "st-ow3-e6+st-nofeat"))]
 
 
 def round9_frontier(res: Results) -> str:
@@ -260,7 +265,9 @@ PRECISION = "bc5cdr-knowledge-outside-precision.csv"  # decode_check rows with t
 PRECISION_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "features", "features"),
                   ("st-nofeat (Viterbi)", "st-nofeat", "st-nofeat-v"),
                   ("the recipe of record (mix6-v-o1)", "st-branch+st-nofeat", "mix6-v-o1"),
-                  ("the unblind choice of 2g: st-ow3-e6 + st-nofeat 0.8 / 0.2 (mix8-v)", "st-ow3-e6+st-nofeat", "mix8-v")]
+                  ("the unblind choice of 2g: st-ow3-e6 + st-nofeat 0.8 / 0.2 (mix8-v)", "st-ow3-e6+st-nofeat", "mix8-v"),
+                  ("this round's unblind choice: st-ow3-e6 + st-nofeat 0.6 / 0.4, fragments joined (mix6-v)",
+                   "st-ow3-e6+st-nofeat|fragments", "mix6-v")]
 
 
 def needed_precision(row: dict, recall_outside: float, f1: float = 80.0) -> float:
@@ -283,9 +290,12 @@ def outside_precision(res: Results) -> str:
     """Per key setting (test, 5 seeds): recall and precision beyond the dictionary, and the
     precision the target needs there, from the recipe's own entities inside it."""
     rows: dict[str, list[dict]] = {}
-    for r in res.csv(PRECISION):
-        if r["split"] == "test":
-            rows.setdefault(f"{r['arm']}|{decoding.setting(r)}", []).append(r)
+    for file, tag in ((PRECISION, ""), (FRAGMENTS, "|fragments")):
+        if not (res.folder / file).exists():
+            continue
+        for r in res.csv(file):
+            if r["split"] == "test":
+                rows.setdefault(f"{r['arm']}{tag}|{decoding.setting(r)}", []).append(r)
     head = ["setting (test, 5 seeds)", "F1", "precision", "recall inside", "recall outside",
             "its entities beyond the dictionary", "precision of those"]
     lines = [[label, f"{_mean(rs, 'f1'):.2f}", f"{_mean(rs, 'precision'):.2f}", f"{_mean(rs, 'recall_dict'):.1f}",

@@ -18,6 +18,9 @@ writes a ``metrics.json`` and ``predictions-<split>.jsonl`` of its own in
 curves treat it as an arm.  Its ``posthoc_key`` (the base run's eval key, the arm's
 settings, the split digests) says when the merge must be redone.
 
+With ``fragments``, after the merge or the mix, the dictionary also mends the model's bounds
+where it split one dictionary entity into pieces (:func:`join_fragments`).
+
 An arm with ``mix`` merges no dictionary: it loads the kept models of ``of`` and of the
 settings in ``mix`` (same fraction and seed) as one :class:`~priorkit.inference.Ensemble`,
 tags every evaluated split with their mixed word log-probabilities and scores the tags the
@@ -75,6 +78,26 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
     return render(kept, len(model))
 
 
+def join_fragments(model: Sequence[str], dictionary: Sequence[str]) -> list[str]:
+    """The model's tags, except where two or more of its entities of one type lie inside one
+    dictionary entity of that type and none of its entities crosses that entity's edges: there
+    the dictionary entity replaces them (a model that split "migraine with aura" into "migraine"
+    and "aura" gets the whole term back).  One model entity inside a longer dictionary entity
+    stays: the annotators' bounds may be the shorter ones ("hypertension" in "essential
+    hypertension")."""
+    if len(model) != len(dictionary):
+        raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
+    m = entities(model)
+    kept = list(m)
+    for d in entities(dictionary):
+        touching = [x for x in m if overlaps(x, d)]
+        inside = [x for x in touching if d[1] <= x[1] and x[2] <= d[2]]
+        if len(inside) < 2 or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
+            continue
+        kept = [x for x in kept if x not in inside] + [d]
+    return render(kept, len(model))
+
+
 def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = (),
                     keep: Sequence[Sequence[str]] = ()) -> list[list[str]]:
     """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``
@@ -95,13 +118,15 @@ def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> li
     return [RunPlan(cfg, name, None, f, s) for f, s in pairs for name in cfg.sweep.posthoc]
 
 
-_MIX_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None}
+#: fields added after the first merge arms: at these values they stay out of an arm's key, so that
+#: arms scored before them are not redone
+_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False}
 
 
 def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split],
          mixed: Sequence[dict] = ()) -> str:
     settings = {k: v for k, v in dataclasses.asdict(arm).items()
-                if not (k in _MIX_DEFAULTS and v == _MIX_DEFAULTS[k])}  # a merge arm's key as before mixes
+                if not (k in _NEW_DEFAULTS and v == _NEW_DEFAULTS[k])}
     key = {"base": base.get("eval_key"), "arm": settings, "splits": {s: splits[s].digest for s in cfg.evaluate}}
     if mixed:
         key["mixed"] = [m.get("eval_key") for m in mixed]
@@ -109,12 +134,27 @@ def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, 
     return digest(key)
 
 
+def _dictionary(arm: PosthocConfig, plan: RunPlan, splits: dict[str, Split], split: str,
+                matched: dict[tuple, Any]) -> list[list[str]]:
+    """The dictionary's tags of ``split`` for ``plan``'s run (after its calibration, when the arm
+    has one), from ``matched`` or matched now and kept there (once per split and calibration)."""
+    drop, keep = (), ()
+    if arm.calibrate is not None:  # once per run
+        calibration = ("calibration", str(plan.run_dir))
+        if calibration not in matched:
+            matched[calibration] = _drop(arm, plan, splits["train"])
+        drop, keep = matched[calibration]
+    which = (split, tuple(drop), tuple(keep))
+    if which not in matched:
+        matched[which] = dictionary_tags(arm, splits[split].examples, drop, keep)
+    return matched[which]
+
+
 def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPlan, base_dir: Any,
-                 splits: dict[str, Split], matched: dict[tuple, list[list[str]]]) -> dict[str, list[list[str]]]:
+                 splits: dict[str, Split], matched: dict[tuple, Any]) -> dict[str, list[list[str]]]:
     """Each evaluated split's tags: the base run's saved predictions merged with the dictionary's
     matches (``matched``: the dictionary's tags per split and calibration, filled once per arm)."""
     tags = {}
-    drop, keep = _drop(arm, plan, splits["train"]) if arm.calibrate is not None else ((), ())
     for split in cfg.evaluate:
         got = read_predictions(base_dir, split)
         if got is None:
@@ -128,10 +168,7 @@ def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPl
         if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
             raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
                                 f"sentences of split {split!r}; score the run again (--force)")
-        which = (split, tuple(drop), tuple(keep))
-        if which not in matched:
-            matched[which] = dictionary_tags(arm, examples, drop, keep)
-        tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, matched[which])]
+        tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, _dictionary(arm, plan, splits, split, matched))]
     return tags
 
 
@@ -161,7 +198,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
     from ..metrics import ner_metrics
 
     for name, arm in cfg.sweep.posthoc.items():
-        matched: dict[tuple, list[list[str]]] = {}
+        matched: dict[tuple, Any] = {}
         for fraction, seed in pairs:
             plan = RunPlan(cfg, name, None, fraction, seed)
             base_dir = RunPlan(cfg, arm.of, None, fraction, seed).run_dir
@@ -181,13 +218,17 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 continue
             tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
                     else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
+            if arm.fragments:
+                tags = {split: [join_fragments(t, d) for t, d in zip(ts, _dictionary(arm, plan, splits, split, matched))]
+                        for split, ts in tags.items()}
             scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
                               "examples": float(len(t))} for split, t in tags.items()}
             for split, merged in tags.items():
                 write_predictions(plan.run_dir, split, merged, [e["tags"] for e in splits[split].examples])
             write_json(plan.run_dir / METRICS_FILE, _metrics(cfg, plan, arm, base, key, scores))
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
-            what = f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}"
+            what = (f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}") + (
+                ", fragments joined" if arm.fragments else "")
             log(f"[{plan.label}] post-hoc {what}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 

@@ -244,6 +244,10 @@ class PosthocConfig:
     #: with ``mix``: argmax | viterbi (null: task.decode) and the O bias (null: task.o_bias).
     decode: Literal["argmax", "viterbi"] | None = None
     o_bias: float | None = None
+    #: after the merge or the mix: where the model splits one dictionary entity into two or more
+    #: entities of its type ("migraine" + "aura" in "migraine with aura") and none of its entities
+    #: crosses that entity's edges, the dictionary entity replaces the pieces.
+    fragments: bool = False
 
 
 @dataclasses.dataclass
