@@ -5,7 +5,8 @@ word by word (no training; docs/inference.md#decoding).
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
         [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
         [--cache DIR] [--out docs/results/NAME.csv]
-    python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ... [--fragments]
+    python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ...
+        [--join none fragments pieces fragments+type]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
@@ -13,10 +14,12 @@ the same order (the same seed); each word's log-probabilities are then
 ``w * log p_RUN + (1 - w) * log p_WITH`` for each weight ``w`` (1: RUN alone).  ``--with``
 given k times mixes k models into each RUN: each weight is then k + 1 numbers joined by commas
 (RUN's first, in the order of ``--with``; they must add up to 1), the rows' ``weights`` column
-holds them joined by "/" and ``weight`` RUN's own.  ``--fragments``: after decoding, the
-dictionary's entity replaces two or more of the model's entities of its type that lie inside it
-(``sweep.posthoc.<arm>.fragments``, :func:`priorkit.pipeline.posthoc.join_fragments`); the rows
-get ``fragments`` = 1.  ``--outside``:
+holds them joined by "/" and ``weight`` RUN's own.  ``--join``: after decoding, each of these
+(the rows' ``join`` column): ``fragments``, the dictionary's entity replaces two or more of the
+model's entities of its type that lie inside it (``sweep.posthoc.<arm>.fragments``,
+:func:`priorkit.pipeline.posthoc.join_fragments`); ``pieces``, also a single one (screened, not a
+pipeline option); ``fragments+type``, then the dictionary's type for every model entity with a
+dictionary entity's bounds (screened); ``none``, nothing.  ``--outside``:
 the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
 words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
@@ -41,7 +44,8 @@ from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import dictionary_recall
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
-from priorkit.pipeline.posthoc import join_fragments
+from priorkit.pipeline.posthoc import entities as posthoc_entities
+from priorkit.pipeline.posthoc import join_fragments, overlaps, render
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -101,6 +105,32 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
             "precision_other": round(r.precision_other, 2), "pred_other": r.pred_other}
 
 
+def join_pieces(model: list[str], dictionary: list[str]) -> list[str]:
+    """:func:`join_fragments` that also takes a single piece: every model entity inside a dictionary
+    entity of its type (none crossing its edges) gives way to the dictionary entity (screened)."""
+    m = posthoc_entities(model)
+    kept = list(m)
+    for d in posthoc_entities(dictionary):
+        touching = [x for x in m if overlaps(x, d)]
+        inside = [x for x in touching if d[1] <= x[1] and x[2] <= d[2]]
+        if not inside or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
+            continue
+        kept = [x for x in kept if x not in inside] + [d]
+    return render(kept, len(model))
+
+
+def dictionary_type(model: list[str], dictionary: list[str]) -> list[str]:
+    """:func:`join_fragments`, then the dictionary's type for each model entity with a dictionary
+    entity's bounds (screened)."""
+    bounds = {(s, e): t for t, s, e in posthoc_entities(dictionary)}
+    joined = join_fragments(model, dictionary)
+    return render([(bounds.get((s, e), t), s, e) for t, s, e in posthoc_entities(joined)], len(model))
+
+
+JOINS = {"none": lambda t, d: list(t), "fragments": join_fragments, "pieces": join_pieces,
+         "fragments+type": dictionary_type}
+
+
 def mix_weights(text: str, k: int, error) -> tuple[float, ...]:
     """The k + 1 weights of a mix of RUN and ``k`` models from ``text`` ("0.6", or "0.2,0.2,0.6");
     one number with one model is RUN's weight, the other's is the rest."""
@@ -131,8 +161,8 @@ def main() -> None:
     ap.add_argument("--name", default="", help="the runs' arm, for the rows (default: empty)")
     ap.add_argument("--with-name", action="append", default=None,
                     help="the --with runs' arm, for the rows (once per --with)")
-    ap.add_argument("--fragments", action="store_true",
-                    help="join the pieces of a dictionary entity the model split (the post-hoc arms' fragments)")
+    ap.add_argument("--join", nargs="+", choices=list(JOINS), default=None,
+                    help="after decoding: the dictionary joins the pieces of its entities (see the module doc)")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -171,19 +201,20 @@ def main() -> None:
                     mixed = [sum(x * m for x, m in zip(w, ms)) for ms in zip(a, *others)]
                 for bias in args.biases:
                     for how in args.decodings:
-                        tags = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m)) for m, g in zip(mixed, gold)]
-                        if args.fragments:
-                            tags = [join_fragments(t, d) for t, d in zip(tags, dictionary)]
-                        row = {"arm": "+".join([args.name, *names]) if mix else args.name,
-                               **({"fraction": fraction.group(1)} if fraction else {}),
-                               "seed": seed.group(1) if seed else "", "split": split, "weight": w[0],
-                               **({"weights": "/".join(f"{x:g}" for x in w)} if len(groups) > 1 else {}),
-                               **({"weight_outside": wo[0]} if args.outside is not None else {}), "o_bias": bias,
-                               **({"fragments": 1} if args.fragments else {}),
-                               "decode": how, **scores(tags, gold, dictionary),
-                               "model": str(run), "with": " ".join(str(g[i]) for g in groups) if mix else ""}
-                        rows.append(row)
-                        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                        decoded = [decode_tags(m, labels, how, bias) + ["O"] * (len(g) - len(m))
+                                   for m, g in zip(mixed, gold)]
+                        for join in args.join or [None]:
+                            tags = decoded if join is None else [JOINS[join](t, d) for t, d in zip(decoded, dictionary)]
+                            row = {"arm": "+".join([args.name, *names]) if mix else args.name,
+                                   **({"fraction": fraction.group(1)} if fraction else {}),
+                                   "seed": seed.group(1) if seed else "", "split": split, "weight": w[0],
+                                   **({"weights": "/".join(f"{x:g}" for x in w)} if len(groups) > 1 else {}),
+                                   **({"weight_outside": wo[0]} if args.outside is not None else {}), "o_bias": bias,
+                                   **({"join": join} if join is not None else {}),
+                                   "decode": how, **scores(tags, gold, dictionary),
+                                   "model": str(run), "with": " ".join(str(g[i]) for g in groups) if mix else ""}
+                            rows.append(row)
+                            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     if args.out:
         write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")

@@ -30,7 +30,9 @@ devel), ``mix-curve-scores`` / ``mix-curve-deltas`` (the recipe at 1%, 10% and 1
 ``outside-weight-devel`` / ``round7-frontier`` / ``round7-test`` (two training changes against
 blindness: ``features.outside_weight``, and the student without features taught by the features
 teacher), ``outside-split`` (recall outside the dictionary: other bounds / no match) and
-``edge-noise-devel`` / ``round8-frontier`` / ``round8-test`` (``features.edge_noise``;
+``edge-noise-devel`` / ``round8-frontier`` / ``round8-test`` (``features.edge_noise``),
+``outside-precision`` (the precision of the finds beyond the dictionary), ``round9-frontier`` /
+``round9-test`` / ``join-screening`` (three students; the dictionary joining split entities;
 :mod:`.claims_outside`).
 """
 from __future__ import annotations
@@ -259,6 +261,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "edge-noise-devel": outside.edge_noise_devel, "round8-frontier": outside.round8_frontier,
     "round8-test": outside.round8_test, "outside-precision": outside.outside_precision,
     "round9-frontier": outside.round9_frontier, "round9-test": outside.round9_test,
+    "join-screening": outside.join_screening,
 }
 
 

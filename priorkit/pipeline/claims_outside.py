@@ -309,3 +309,19 @@ def outside_precision(res: Results) -> str:
             f"(recall inside {_mean(recipe, 'recall_dict'):.1f}), recall outside at no knowledge's {floor:.1f} with "
             f"F1 80 needs its entities beyond the dictionary to be right {need[0]:.1f}-{need[-1]:.1f}% of the time "
             f"(per seed); no knowledge's are right {_mean(none, 'precision_other'):.1f}%.\n")
+
+
+JOIN_SCREENING = "bc5cdr-knowledge-join-screening.csv"  # decode_check --join rows, devel (round 9)
+JOIN_ORDER = ("none", "fragments", "pieces", "fragments+type")
+
+
+def join_screening(res: Results) -> str:
+    """The join variants screened on devel (5 seeds): per setting, F1 / recall outside with no
+    join, with the fragments joined, with single pieces joined too, and with the dictionary's type."""
+    cells: dict[str, dict[str, list[dict]]] = {}
+    for r in res.csv(JOIN_SCREENING):
+        cells.setdefault(f"{r['arm']}: {decoding.setting(r)}", {}).setdefault(r["join"], []).append(r)
+    head = ["setting (devel, 5 seeds): F1 / recall outside"] + [f"join: {j}" for j in JOIN_ORDER]
+    lines = [[name] + [f"{_mean(by[j], 'f1'):.2f} / {_mean(by[j], 'recall_other'):.1f}" if j in by else "-"
+                       for j in JOIN_ORDER] for name, by in cells.items()]
+    return _table(head, lines)
