@@ -241,7 +241,7 @@ def edge_noise_devel(res: Results) -> str:
 
 
 MIX3 = "bc5cdr-knowledge-mix3.csv"  # decode_check rows of the three-model mixes (round 9)
-FRAGMENTS = "bc5cdr-knowledge-fragments.csv"  # the same and st-ow3-e6 (± st-nofeat), decode_check --fragments
+FRAGMENTS = "bc5cdr-knowledge-fragments.csv"  # the same and st-ow3-e6 (± st-nofeat), decode_check --join fragments
 #: round 9's families: the recipe's features student, the unblind choice's student and st-nofeat mixed;
 #: then the same mixes and st-ow3-e6's with the dictionary joining the entities a model split
 ROUND9_FAMILIES = [("mix3: st-branch + st-ow3-e6 + st-nofeat", MIX3, ("st-branch+st-ow3-e6+st-nofeat",)),
