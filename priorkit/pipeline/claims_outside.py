@@ -325,3 +325,22 @@ def join_screening(res: Results) -> str:
     lines = [[name] + [f"{_mean(by[j], 'f1'):.2f} / {_mean(by[j], 'recall_other'):.1f}" if j in by else "-"
                        for j in JOIN_ORDER] for name, by in cells.items()]
     return _table(head, lines)
+
+
+def blind_sentence(res: Results) -> str:
+    """The README's sentence on blindness: the recipe of record's recall outside the dictionary
+    against no knowledge's, and the best devel setting (2c-2h) that finds as many, on test."""
+    fams = _families(res, NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES)
+    _, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
+    by_setting = decoding._runs(res, "test")
+    recipe, none = by_setting[mix.RECIPE], by_setting["none"]
+    text = (f"**What it costs:** knowledge makes the model lean on the dictionary. On BC5CDR at 10% the recipe "
+            f"of record ({_mean(recipe, 'f1'):.2f}) finds {_mean(recipe, 'recall_other'):.1f}% of the test entities "
+            f"the dictionary does not tag exactly, no knowledge {_mean(none, 'recall_other'):.1f}%")
+    if unblind is None:
+        return text + "; no setting measured finds as many on devel.\n"
+    rows = fams[unblind[0]][unblind[1]]["test"]
+    return text + (f"; the best setting chosen on devel to find as many ({unblind[0].split(':')[0]}, "
+                   f"{unblind[1]}) scores {_mean(rows, 'f1'):.2f} at {_mean(rows, 'recall_other'):.1f}% "
+                   "([benchmarks.md, 2h](docs/benchmarks.md#2h-what-recall-outside-the-dictionary-is-worth-three-"
+                   "students-and-the-dictionary-joining-split-entities-2026-12-05-ninth-round)).\n")
