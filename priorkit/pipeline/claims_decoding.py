@@ -5,8 +5,9 @@ decoding); registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 
 A setting's short name: ``st-branch`` / ``st-nofeat`` (one model) or ``mix8`` (0.8 of
 st-branch's log-probabilities and 0.2 of st-nofeat's; ``mix226`` for three models, 0.2 / 0.2 / 0.6
-in the order of the row's ``weights``), then ``-v`` for Viterbi decoding and
-``-o0.5`` for an O bias of 0.5.  Each family chooses the setting with the highest devel mean:
+in the order of the row's ``weights``; ``avg5`` for five equal shares), then ``-v`` for Viterbi decoding and
+``-o0.5`` for an O bias of 0.5, and ``-f`` when the dictionary joined the entities the model split
+(``decode_check.py --join fragments``).  Each family chooses the setting with the highest devel mean:
 the recipe (st-branch, st-nofeat and their mixes), and none and token features (their own kept
 models, retrained with the settings and seeds of the curve), so that every arm is compared
 under the decoding its own devel choice gives it.
@@ -30,12 +31,21 @@ BIASES = [0.0, 0.5, 1.0]
 def setting(row: dict[str, str]) -> str:
     """The short name of a row's setting (see the module doc)."""
     w = float(row["weight"])
-    if row.get("weights"):  # a mix of three or more models: every weight, in tenths ("mix226")
-        base = "mix" + "".join(str(round(float(x) * 10)) for x in row["weights"].split("/"))
+    if row.get("weights"):  # a mix of three or more models
+        ws = [float(x) for x in row["weights"].split("/")]
+        if len(set(ws)) == 1:
+            base = f"avg{len(ws)}"  # equal shares
+        elif all(abs(x * 10 - round(x * 10)) < 1e-9 for x in ws):
+            base = "mix" + "".join(str(round(x * 10)) for x in ws)  # in tenths: "mix226"
+        else:
+            base = "mix" + "-".join(str(round(x * 100)) for x in ws)  # in hundredths
     else:
         base = row["arm"] if w == 1.0 else f"mix{round(w * 10)}"
     parts = [base] + (["v"] if row["decode"] == "viterbi" else []) + (
         [f"o{float(row['o_bias']):g}"] if float(row["o_bias"]) else [])
+    join = row.get("join")
+    if join and join != "none":  # decode_check --join
+        parts.append("f" if join == "fragments" else f"j{join}")
     return "-".join(parts)
 
 

@@ -242,12 +242,17 @@ def edge_noise_devel(res: Results) -> str:
 
 MIX3 = "bc5cdr-knowledge-mix3.csv"  # decode_check rows of the three-model mixes (round 9)
 FRAGMENTS = "bc5cdr-knowledge-fragments.csv"  # the same and st-ow3-e6 (± st-nofeat), decode_check --join fragments
+ENSEMBLES = "bc5cdr-knowledge-ensembles.csv"  # five and eight kept students per seed, with and without the join
 #: round 9's families: the recipe's features student, the unblind choice's student and st-nofeat mixed;
 #: then the same mixes and st-ow3-e6's with the dictionary joining the entities a model split
 ROUND9_FAMILIES = [("mix3: st-branch + st-ow3-e6 + st-nofeat", MIX3, ("st-branch+st-ow3-e6+st-nofeat",)),
                    ("mix3 + fragments joined by the dictionary", FRAGMENTS, ("st-branch+st-ow3-e6+st-nofeat",)),
                    ("st-ow3-e6 (± st-nofeat) + fragments joined by the dictionary", FRAGMENTS,
-                    ("st-ow3-e6", "st-ow3-e6+st-nofeat"))]
+                    ("st-ow3-e6", "st-ow3-e6+st-nofeat")),
+                   ("five students: st-ow3-e6, st-ow3-e3, st-ow6-e3, st-nofeat, st-nofeat-ft (± join)", ENSEMBLES,
+                    ("st-ow3-e6+st-ow3-e3+st-ow6-e3+st-nofeat+st-nofeat-ft",)),
+                   ("eight students: st-branch, the five, st-ow3, st-ow6 (± join)", ENSEMBLES,
+                    ("st-branch+st-ow3-e6+st-ow3-e3+st-ow6-e3+st-ow3+st-ow6+st-nofeat+st-nofeat-ft",))]
 
 
 def round9_frontier(res: Results) -> str:
@@ -266,8 +271,10 @@ PRECISION_ROWS = [("none (argmax)", "none", "none"), ("features (argmax)", "feat
                   ("st-nofeat (Viterbi)", "st-nofeat", "st-nofeat-v"),
                   ("the recipe of record (mix6-v-o1)", "st-branch+st-nofeat", "mix6-v-o1"),
                   ("the unblind choice of 2g: st-ow3-e6 + st-nofeat 0.8 / 0.2 (mix8-v)", "st-ow3-e6+st-nofeat", "mix8-v"),
-                  ("this round's unblind choice: st-ow3-e6 + st-nofeat 0.6 / 0.4, fragments joined (mix6-v)",
-                   "st-ow3-e6+st-nofeat|fragments", "mix6-v")]
+                  ("2h's two-model setting at no knowledge's recall outside: st-ow3-e6 + st-nofeat 0.6 / 0.4, fragments joined (mix6-v-f)",
+                   "st-ow3-e6+st-nofeat|fragments", "mix6-v-f"),
+                  ("2h's unblind choice: five students averaged, fragments joined (avg5-v-f)",
+                   "st-ow3-e6+st-ow3-e3+st-ow6-e3+st-nofeat+st-nofeat-ft|ensembles", "avg5-v-f")]
 
 
 def needed_precision(row: dict, recall_outside: float, f1: float = 80.0) -> float:
@@ -290,7 +297,7 @@ def outside_precision(res: Results) -> str:
     """Per key setting (test, 5 seeds): recall and precision beyond the dictionary, and the
     precision the target needs there, from the recipe's own entities inside it."""
     rows: dict[str, list[dict]] = {}
-    for file, tag in ((PRECISION, ""), (FRAGMENTS, "|fragments")):
+    for file, tag in ((PRECISION, ""), (FRAGMENTS, "|fragments"), (ENSEMBLES, "|ensembles")):
         if not (res.folder / file).exists():
             continue
         for r in res.csv(file):
