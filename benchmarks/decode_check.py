@@ -6,7 +6,7 @@ word by word (no training; docs/inference.md#decoding).
         [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
         [--cache DIR] [--out docs/results/NAME.csv]
     python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ...
-        [--join none fragments pieces fragments+type]
+        [--join none fragments pieces fragments+type] [--document 20]
 
 RUN: a run folder with its model kept (train.keep_model: true), a model folder, or a
 self-training run's ``teacher`` / ``round1`` folder.  ``--with``: a second model per RUN, in
@@ -19,7 +19,14 @@ holds them joined by "/" and ``weight`` RUN's own.  ``--join``: after decoding, 
 model's entities of its type that lie inside it (``sweep.posthoc.<arm>.fragments``,
 :func:`priorkit.pipeline.posthoc.join_fragments`); ``pieces``, also a single one (screened, not a
 pipeline option); ``fragments+type``, then the dictionary's type for every model entity with a
-dictionary entity's bounds (screened); ``none``, nothing.  ``--outside``:
+dictionary entity's bounds (screened); ``none``, nothing.  ``--document N``: then the
+dictionary's document-level entities (the whole split in order, abbreviations carried N sentences)
+that the sentence-level ones lack, added where the model found nothing
+(``sweep.posthoc.<arm>.document``, :func:`priorkit.pipeline.posthoc.add_document_matches`); the
+rows get ``document`` = N, and the recall inside and outside of the document-level dictionary
+(``recall_dict_doc``, ``recall_other_doc``, ``gold_other_doc``: a stricter "outside", without
+the entities the document pass finds); ``--document-columns-only`` gives those columns without
+adding anything (for a model without knowledge).  ``--outside``:
 the weights ``w`` at the words the dictionary does not tag, crossed with ``--weights`` at the
 words it tags (a mix gated by the dictionary; default: one weight everywhere).  ``--o-bias``:
 each value added to the log-probability of ``O`` before decoding (``task.o_bias``: 0 as the
@@ -45,7 +52,7 @@ from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import dictionary_recall
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
 from priorkit.pipeline.posthoc import entities as posthoc_entities
-from priorkit.pipeline.posthoc import join_fragments, overlaps, render
+from priorkit.pipeline.posthoc import add_document_matches, document_tags, join_fragments, overlaps, render
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -103,6 +110,23 @@ def scores(tags: list[list[str]], gold: list[list[str]], dictionary: list[list[s
             "recall_unseen": round(r.recall_unseen, 2), "gold_dict": r.gold_dict, "gold_boundary": r.gold_boundary,
             "gold_unseen": r.gold_unseen, "precision_dict": round(r.precision_dict, 2),
             "precision_other": round(r.precision_other, 2), "pred_other": r.pred_other}
+
+
+def document_columns(tags: list[list[str]], gold: list[list[str]], document: list[list[str]]) -> dict:
+    """Recall inside and outside the document-level dictionary (a stricter "outside")."""
+    r = dictionary_recall(tags, gold, document)
+    return {"recall_dict_doc": round(r.recall_dict, 2), "recall_other_doc": round(r.recall_other, 2),
+            "gold_other_doc": r.gold_other}
+
+
+def split_document(pipeline: str, split: str, arm, examples: list[dict], window: int) -> list[list[str]]:
+    """The document pass's tags of ``split``'s examples (the whole split read in order)."""
+    from priorkit.pipeline.data import document_context
+
+    cfg = load_config(pipeline)
+    words, positions = document_context(getattr(cfg.data, split))
+    assert all(words[p] == list(e["words"]) for p, e in zip(positions, examples)), "the sample moved"
+    return document_tags(arm, words, positions, window)
 
 
 def join_pieces(model: list[str], dictionary: list[str]) -> list[str]:
@@ -163,6 +187,10 @@ def main() -> None:
                     help="the --with runs' arm, for the rows (once per --with)")
     ap.add_argument("--join", nargs="+", choices=list(JOINS), default=None,
                     help="after decoding: the dictionary joins the pieces of its entities (see the module doc)")
+    ap.add_argument("--document", type=int, default=None,
+                    help="add the dictionary's document-level entities (abbreviations carried N sentences)")
+    ap.add_argument("--document-columns-only", action="store_true",
+                    help="with --document: only the columns measured against the document-level dictionary")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -179,6 +207,7 @@ def main() -> None:
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)
+        document = split_document(args.pipeline, split, arm, examples, args.document) if args.document is not None else None
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)
             others = []
@@ -205,13 +234,18 @@ def main() -> None:
                                    for m, g in zip(mixed, gold)]
                         for join in args.join or [None]:
                             tags = decoded if join is None else [JOINS[join](t, d) for t, d in zip(decoded, dictionary)]
+                            if document is not None and not args.document_columns_only:
+                                tags = [add_document_matches(t, d, x) for t, d, x in zip(tags, dictionary, document)]
                             row = {"arm": "+".join([args.name, *names]) if mix else args.name,
                                    **({"fraction": fraction.group(1)} if fraction else {}),
                                    "seed": seed.group(1) if seed else "", "split": split, "weight": w[0],
                                    **({"weights": "/".join(f"{x:g}" for x in w)} if len(groups) > 1 else {}),
                                    **({"weight_outside": wo[0]} if args.outside is not None else {}), "o_bias": bias,
                                    **({"join": join} if join is not None else {}),
+                                   **({"document": "columns" if args.document_columns_only else args.document}
+                                      if document is not None else {}),
                                    "decode": how, **scores(tags, gold, dictionary),
+                                   **(document_columns(tags, gold, document) if document is not None else {}),
                                    "model": str(run), "with": " ".join(str(g[i]) for g in groups) if mix else ""}
                             rows.append(row)
                             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)

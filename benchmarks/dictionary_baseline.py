@@ -14,7 +14,9 @@ mesh:D -> Chemical, hpo -> Disease; a mention in several groups takes the first 
 parameter (a matcher rule, plugins/ontology/rules.py; VALUE is JSON or a plain string);
 ``--old`` starts from the matcher before the rules (issue 23).  ``--document-window N`` matches
 the split's sentences in order with ``matches_document`` (abbreviations carried to the next N
-sentences; BC5CDR's files keep no document boundaries, -1: to the end of the split).
+sentences; BC5CDR's files keep no document boundaries, -1: to the end of the split); with
+``--sample`` the whole split is read in order and the sample's sentences scored, as the post-hoc
+arms' ``document`` pass does.
 ``--ablation`` scores the old matcher, each rule added to it alone, the defaults, each rule
 flipped in the defaults, and the document-level variants, and writes
 docs/results/matcher-ablation-<split>.csv and .md.  It chooses rules, so it runs on devel
@@ -34,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import priorkit  # noqa: E402
 from priorkit.features.baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
 from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import read_source, slice_examples  # noqa: E402
+from priorkit.pipeline.data import document_context, read_source, slice_examples  # noqa: E402
 from priorkit_plugins.ontology import rules as matcher_rules  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
@@ -55,7 +57,7 @@ def _value(text: str):
 
 
 def score(source: str, params: dict, examples: list, types: dict, window: int | None = None,
-          document: bool = False) -> tuple[dict, float, float]:
+          document: bool = False, context: tuple[list, list] | None = None) -> tuple[dict, float, float]:
     """(scores, load seconds, matching sentences/s) of the provider with ``params``."""
     provider = priorkit.get_provider("ontology", source=source, **params)
     t0 = time.perf_counter()
@@ -68,7 +70,11 @@ def score(source: str, params: dict, examples: list, types: dict, window: int | 
     loaded = time.perf_counter() - t0
     words = [list(e["words"]) for e in examples]
     t0 = time.perf_counter()
-    if document:
+    if document and context is not None:  # the whole split read in order, the sample's sentences kept
+        every, positions = context
+        matched = provider.matches_document(every, window=window)
+        found = [matched[p] for p in positions]
+    elif document:
         found = provider.matches_document(words, window=window)
     else:
         found = [provider.matches(w) for w in words]
@@ -214,7 +220,8 @@ def main() -> None:
         return
     document = args.document_window is not None
     window = None if args.document_window is None or args.document_window < 0 else args.document_window
-    scores, loaded, speed = score(args.source, params, examples, types, window, document)
+    context = document_context(src) if document and args.sample is not None else None
+    scores, loaded, speed = score(args.source, params, examples, types, window, document, context)
     print(f"BC5CDR {args.split} ({len(examples)} sentences, {origin}); ontology source={args.source}; "
           f"params {params}{'; matches_document window ' + str(window) if document else ''}; types {types}; "
           f"load {loaded:.1f}s, matching {speed:.0f} sentences/s")

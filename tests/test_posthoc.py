@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from priorkit.pipeline.config import ConfigError, load_config
-from priorkit.pipeline.posthoc import join_fragments, merge
+from priorkit.pipeline.posthoc import add_document_matches, join_fragments, merge
 from priorkit.pipeline.predictions import entity_counts
 from priorkit.pipeline.tasks import ner_metrics
 from priorkit.stats import bootstrap_f1_delta, f1_from_counts
@@ -61,11 +61,64 @@ def test_join_fragments_takes_the_dictionary_entity_the_model_split():
         join_fragments(model[:7], dictionary)
 
 
+def test_add_document_matches_adds_only_what_the_sentence_matches_lack_where_the_model_is_silent():
+    sentence = ["B-Chemical", "I-Chemical", "O", "O", "O", "O"]
+    # the document pass finds the same chemical and two more entities: "VPA" (word 3) and a disease
+    # (word 5) that the model already covers with an entity of its own
+    document = ["B-Chemical", "I-Chemical", "O", "B-Chemical", "O", "B-Disease"]
+    model = ["O", "O", "O", "O", "B-Disease", "I-Disease"]
+    assert add_document_matches(model, sentence, document) == ["O", "O", "O", "B-Chemical", "B-Disease", "I-Disease"]
+    # nothing beyond the sentence-level matches: the model's tags as they are
+    assert add_document_matches(model, sentence, sentence) == model
+    with pytest.raises(Exception, match="6 model tags, 6 sentence-level and 5 document-level"):
+        add_document_matches(model, sentence, document[:5])
+
+
+def test_document_tags_carry_abbreviations_to_the_next_sentences():
+    from pathlib import Path
+
+    from priorkit.errors import PriorkitError
+    from priorkit.pipeline.config import PosthocConfig
+    from priorkit.pipeline.posthoc import document_tags
+
+    mini = str(Path(__file__).parent / "fixtures" / "ontology" / "mini.obo")
+    arm = PosthocConfig(params={"path": mini, "cache": False}, types={"mini": "Disease"})
+    doc = [s.split() for s in ("Cor pulmonale ( CP ) was seen .", "The CP worsened .", "No arrhythmia .", "CP .")]
+    # "CP", defined in sentence 0, is recognised one sentence later (window 1), not three
+    assert document_tags(arm, doc, [1, 3], window=1) == [["O", "B-Disease", "O", "O"], ["O", "O"]]
+    assert document_tags(arm, doc, [3], window=-1) == [["B-Disease", "O"]]  # -1: to the end
+    # the sentence-level matches do not see it at all
+    import priorkit
+    from priorkit.silver.label import group_entities
+
+    provider = priorkit.get_provider("ontology", path=mini, cache=False)
+    assert group_entities(provider.matches(doc[1]), 4, {"mini": "Disease"}) == ["O"] * 4
+    control = PosthocConfig(provider="random-spans", params={"provider": "ontology", "params": {"path": mini, "cache": False},
+                                                             "seed": 0})
+    with pytest.raises(PriorkitError, match="provider 'random-spans' reads one sentence at a time"):
+        document_tags(control, doc, [1], window=1)
+
+
+def test_document_context_gives_the_sampled_sentences_their_neighbours(tmp_path):
+    from priorkit.pipeline.config import DataSource
+    from priorkit.pipeline.data import document_context, read_source, slice_examples
+
+    path = _conll(tmp_path / "d.conll", 3)  # 18 sentences
+    src = DataSource(path=str(path), format="conll", sample=5, sample_seed=3)
+    words, positions = document_context(src)
+    kept = slice_examples(read_source(src)[0], src)
+    assert len(words) == 18 and len(positions) == 5 and positions == sorted(positions)
+    assert [words[p] for p in positions] == [list(e["words"]) for e in kept]
+    whole = DataSource(path=str(path), format="conll")
+    assert document_context(whole)[1] == list(range(18))
+
+
 def test_fragments_stay_out_of_the_key_of_arms_made_before_it():
     from priorkit.pipeline.config import PosthocConfig
     from priorkit.pipeline.posthoc import _NEW_DEFAULTS
 
     assert _NEW_DEFAULTS["fragments"] is False and PosthocConfig().fragments is False
+    assert _NEW_DEFAULTS["document"] is None and PosthocConfig().document is None
     import dataclasses
     assert set(_NEW_DEFAULTS) <= {f.name for f in dataclasses.fields(PosthocConfig)}
 
@@ -151,6 +204,9 @@ sweep:
     ("    mixed: {of: none, mix: [none]}\n", 9, "sweep.posthoc.mixed.mix.0", "other than `of`"),
     ("    mixed: {of: none, weights: [1.0]}\n", 9, "sweep.posthoc.mixed.mix", "is empty, so weights"),
     ("    mixed: {of: none, o_bias: .nan}\n", 9, "sweep.posthoc.mixed.o_bias", "must be a finite number, got nan"),
+    ("    dict: {document: -2}\n", 9, "sweep.posthoc.dict.document", "-1: to the end of the split"),
+    ("    dict: {document: 20, calibrate: {threshold: 0.5}}\n", 9, "sweep.posthoc.dict.document",
+     "cannot follow a calibration"),
 ])
 def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
     path = tmp_path / "p.yaml"
@@ -231,6 +287,8 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
             joined: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5,
                       fragments: true, provider: ontology, params: {{path: {mini}, cache: false}},
                       types: {{mini: Disease}}}}
+            dict-document: {{of: none, merge: union, provider: ontology, params: {{path: {mini}, cache: false}},
+                             types: {{mini: Disease}}, document: 2}}
           dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
@@ -288,6 +346,14 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         assert read_predictions(out / "joined" / "frac1" / f"seed{seed}", "test")[0] == joined
         m = json.loads((out / "joined" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
         assert m["posthoc"]["fragments"] is True
+        # the union, then the document pass over the whole test file (2 sentences of carry)
+        from priorkit.pipeline.config import PosthocConfig
+        from priorkit.pipeline.posthoc import document_tags
+
+        doc_arm = PosthocConfig(params={"path": str(mini), "cache": False}, types={"mini": "Disease"})
+        doc_tags = document_tags(doc_arm, words, list(range(len(words))), window=2)
+        want = [add_document_matches(merge(t, d, "union"), d, x) for t, d, x in zip(tags, dict_tags, doc_tags)]
+        assert read_predictions(out / "dict-document" / "frac1" / f"seed{seed}", "test")[0] == want
         assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, joined)["f1"])
     # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
     dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))
@@ -302,8 +368,8 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     # every knowledge setting is judged against the post-hoc arms (no sweep.controls: every
     # trained setting but the baseline), paired by seed
     ctl = list(csv.DictReader(open(out / "controls.csv")))
-    assert sorted((r["setting"], r["vs"]) for r in ctl) == [("features", "dict-calibrated"), ("features", "dict-override"),
-                                                           ("features", "dict-union")]
+    assert sorted((r["setting"], r["vs"]) for r in ctl) == [("features", "dict-calibrated"), ("features", "dict-document"),
+                                                           ("features", "dict-override"), ("features", "dict-union")]
     for r in ctl:
         d = [float(rows[("features", s)]["test_f1"]) - float(rows[(r["vs"], s)]["test_f1"]) for s in (0, 1)]
         assert float(r["mean_delta"]) == pytest.approx(np.mean(d))

@@ -32,7 +32,8 @@ blindness: ``features.outside_weight``, and the student without features taught 
 teacher), ``outside-split`` (recall outside the dictionary: other bounds / no match) and
 ``edge-noise-devel`` / ``round8-frontier`` / ``round8-test`` (``features.edge_noise``),
 ``outside-precision`` (the precision of the finds beyond the dictionary), ``round9-frontier`` /
-``round9-test`` / ``join-screening`` (three students; the dictionary joining split entities;
+``round9-test`` / ``join-screening`` (three students; the dictionary joining split entities) and
+``document-frontier`` / ``document-test`` / ``document-strict`` (the dictionary read as a document;
 :mod:`.claims_outside`).
 """
 from __future__ import annotations
@@ -259,7 +260,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "edge-noise-devel": outside.edge_noise_devel, "round8-frontier": outside.round8_frontier,
     "round8-test": outside.round8_test, "outside-precision": outside.outside_precision,
     "round9-frontier": outside.round9_frontier, "round9-test": outside.round9_test,
-    "join-screening": outside.join_screening,
+    "join-screening": outside.join_screening, "document-frontier": outside.document_frontier,
+    "document-test": outside.document_test, "document-strict": outside.document_strict,
 }
 
 

@@ -7,7 +7,8 @@ A setting's short name: ``st-branch`` / ``st-nofeat`` (one model) or ``mix8`` (0
 st-branch's log-probabilities and 0.2 of st-nofeat's; ``mix226`` for three models, 0.2 / 0.2 / 0.6
 in the order of the row's ``weights``; ``avg5`` for five equal shares), then ``-v`` for Viterbi decoding and
 ``-o0.5`` for an O bias of 0.5, and ``-f`` when the dictionary joined the entities the model split
-(``decode_check.py --join fragments``).  Each family chooses the setting with the highest devel mean:
+(``decode_check.py --join fragments``), ``-d20`` when the document pass added its entities
+(``--document 20``).  Each family chooses the setting with the highest devel mean:
 the recipe (st-branch, st-nofeat and their mixes), and none and token features (their own kept
 models, retrained with the settings and seeds of the curve), so that every arm is compared
 under the decoding its own devel choice gives it.
@@ -46,6 +47,9 @@ def setting(row: dict[str, str]) -> str:
     join = row.get("join")
     if join and join != "none":  # decode_check --join
         parts.append("f" if join == "fragments" else f"j{join}")
+    document = row.get("document")
+    if document and document != "columns":  # decode_check --document N: the document pass added
+        parts.append(f"d{document}")
     return "-".join(parts)
 
 

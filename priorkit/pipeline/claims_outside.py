@@ -69,9 +69,8 @@ def _families(res: Results, new: list = NEW_FAMILIES) -> dict[str, mix.Family]:
 
 def all_families(res: Results, new: list | None = None) -> dict[str, mix.Family]:
     """Every family of 2c-2g: the post-hoc ones (:func:`claims_mix.families`) and the trained ones
-    of ``new`` (default: rounds 7, 8 and 9)."""
-    return {**dict(mix.families(res)),
-            **_families(res, NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES if new is None else new)}
+    of ``new`` (default: rounds 7, 8 and 9, the document pass too)."""
+    return {**dict(mix.families(res)), **_families(res, ALL_ROUNDS if new is None else new)}
 
 
 def _choices(fams: dict[str, mix.Family], floor: float) -> tuple[tuple[str, str], tuple[str, str] | None]:
@@ -351,3 +350,63 @@ def blind_sentence(res: Results) -> str:
                    f"{unblind[1]}) scores {_mean(rows, 'f1'):.2f} at {_mean(rows, 'recall_other'):.1f}% "
                    "([benchmarks.md, 2h](docs/benchmarks.md#2h-what-recall-outside-the-dictionary-is-worth-three-"
                    "students-and-the-dictionary-joining-split-entities-2026-12-05-ninth-round)).\n")
+
+
+DOCUMENT = "bc5cdr-knowledge-document.csv"  # decode_check --document 20 rows of three families (round 9c)
+DOCUMENT_REF = "bc5cdr-knowledge-document-reference.csv"  # none and the recipe, --document-columns-only
+#: round 9c's families: the document pass added to 2c's grid, to mix3 + join and to st-ow3-e6 (± st-nofeat) + join
+ROUND9C_FAMILIES = [("2c's students + the document pass", DOCUMENT, ("st-branch", "st-branch+st-nofeat", "st-nofeat")),
+                    ("mix3 + join + the document pass", DOCUMENT, ("st-branch+st-ow3-e6+st-nofeat",)),
+                    ("st-ow3-e6 (± st-nofeat) + join + the document pass", DOCUMENT,
+                     ("st-ow3-e6", "st-ow3-e6+st-nofeat"))]
+ALL_ROUNDS = NEW_FAMILIES + ROUND8_FAMILIES + ROUND9_FAMILIES + ROUND9C_FAMILIES
+
+
+def document_frontier(res: Results) -> str:
+    """:func:`round7_frontier` with the document pass's families beside every other."""
+    return round7_frontier(res, ALL_ROUNDS)
+
+
+def document_test(res: Results) -> str:
+    """:func:`round7_test` for the document pass's families."""
+    return round7_test(res, ALL_ROUNDS, ROUND9C_FAMILIES)
+
+
+def document_strict(res: Results) -> str:
+    """Test, 5 seeds: no knowledge, the recipe of record with and without the document pass, and
+    the rules' choice, with recall outside the dictionary as the issue defines it (the sentence-level
+    matches) and under a stricter definition (the document-level matches), and whether the target
+    holds under each."""
+    fams = _families(res, ALL_ROUNDS)
+    best, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
+    ref: dict[str, list[dict]] = {}
+    for r in res.csv(DOCUMENT_REF):
+        if r["split"] == "test":
+            ref.setdefault(r["arm"], []).append(r)
+    none, recipe = ref["none"], ref["st-branch+st-nofeat"]
+    picks = [("none (argmax)", none), (f"{mix.RECIPE} (the recipe of record)", recipe)]
+    with_doc = fams[ROUND9C_FAMILIES[0][0]].get(f"{mix.RECIPE}-d20", {}).get("test")
+    if with_doc:
+        picks.append((f"{mix.RECIPE}-d20 (the recipe of record + the document pass)", with_doc))
+    for label, choice in (("best devel F1", best), ("best devel F1 at none's recall outside", unblind)):
+        if choice is not None and not any(label2.startswith(choice[1] + " ") for label2, _ in picks):
+            picks.append((f"{choice[1]} (the rules' choice: {label})", fams[choice[0]][choice[1]]["test"]))
+    head = ["setting (test, 5 seeds)", "F1", "recall inside", "recall outside (sentence-level matches)",
+            "recall outside (document-level matches)", "precision of its finds beyond the dictionary"]
+    lines = [[label, _mean_sd([float(r["f1"]) for r in rows]), f"{_mean(rows, 'recall_dict'):.1f}",
+              f"{_mean(rows, 'recall_other'):.1f}", f"{_mean(rows, 'recall_other_doc'):.1f}",
+              f"{_mean(rows, 'precision_other'):.1f}"] for label, rows in picks]
+    gold = {k: int(none[0][k]) for k in ("gold_dict", "gold_boundary", "gold_unseen", "gold_other_doc")}
+    out_sent = gold["gold_boundary"] + gold["gold_unseen"]
+    text = _table(head, lines) + (
+        f"\nGold entities of the test sample outside the dictionary: {out_sent} by the sentence-level matches "
+        f"(the issue's definition, every report's), {gold['gold_other_doc']} by the document-level ones.")
+    if unblind is not None:
+        rows = fams[unblind[0]][unblind[1]]["test"]
+        f1 = _mean(rows, "f1")
+        for name, key in (("the issue's", "recall_other"), ("the stricter", "recall_other_doc")):
+            ok = f1 >= 80 and _mean(rows, key) >= _mean(none, key)
+            text += (f" Under {name} definition the rules' choice {'meets' if ok else 'misses'} the target "
+                     f"(F1 {f1:.2f}, recall outside {_mean(rows, key):.1f} against no knowledge's "
+                     f"{_mean(none, key):.1f}).")
+    return text + "\n"

@@ -225,16 +225,33 @@ def read_hf(src: DataSource, where: str = "") -> tuple[list[dict[str, Any]], str
     return out, origin
 
 
+def sample_indices(n: int, src: DataSource) -> np.ndarray | None:
+    """The positions (sorted) that ``src.sample`` keeps of ``n`` examples; None: all of them."""
+    if src.sample is not None and src.sample < n:
+        rng = np.random.default_rng(src.sample_seed)
+        return np.sort(rng.choice(n, size=src.sample, replace=False))
+    return None
+
+
 def slice_examples(examples: list[dict], src: DataSource) -> list[dict]:
     """Apply ``sample`` (``limit`` was applied while reading)."""
-    if src.sample is not None and src.sample < len(examples):
-        rng = np.random.default_rng(src.sample_seed)
-        keep = np.sort(rng.choice(len(examples), size=src.sample, replace=False))
+    keep = sample_indices(len(examples), src)
+    if keep is not None:
         examples = [examples[i] for i in keep]
     elif src.sample is not None:
         log.warning("data sample=%d asks for more than the %d examples there are; keeping all",
                     src.sample, len(examples))
     return examples
+
+
+def document_context(src: DataSource, where: str = "") -> tuple[list[list[str]], list[int]]:
+    """The words of every sentence of ``src`` in the source's order (before ``sample``), and the
+    position there of each example that ``sample`` keeps: the text around a sampled sentence,
+    for passes that read neighbouring sentences (the document-level dictionary of a post-hoc arm)."""
+    examples, _ = read_source(src, where)
+    keep = sample_indices(len(examples), src)
+    positions = list(range(len(examples))) if keep is None else [int(i) for i in keep]
+    return [list(e["words"]) for e in examples], positions
 
 
 def fraction_indices(n: int, fraction: float, *, mode: str, seed: int, subset_seed: int) -> np.ndarray:

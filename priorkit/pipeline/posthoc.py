@@ -19,7 +19,10 @@ curves treat it as an arm.  Its ``posthoc_key`` (the base run's eval key, the ar
 settings, the split digests) says when the merge must be redone.
 
 With ``fragments``, after the merge or the mix, the dictionary also mends the model's bounds
-where it split one dictionary entity into pieces (:func:`join_fragments`).
+where it split one dictionary entity into pieces (:func:`join_fragments`).  With ``document``,
+the dictionary then reads the whole split in order (abbreviations defined in one sentence
+recognised in the next ones, ``matches_document``) and its entities that the sentence-by-sentence
+matches lack are added where the model found nothing (:func:`add_document_matches`).
 
 An arm with ``mix`` merges no dictionary: it loads the kept models of ``of`` and of the
 settings in ``mix`` (same fraction and seed) as one :class:`~priorkit.inference.Ensemble`,
@@ -98,6 +101,33 @@ def join_fragments(model: Sequence[str], dictionary: Sequence[str]) -> list[str]
     return render(kept, len(model))
 
 
+def add_document_matches(model: Sequence[str], sentence: Sequence[str], document: Sequence[str]) -> list[str]:
+    """The model's tags plus the entities of the document-level dictionary tags ``document`` that
+    the sentence-level ones (``sentence``) lack, each where no model entity overlaps it."""
+    if not len(model) == len(sentence) == len(document):
+        raise PriorkitError(f"{len(model)} model tags, {len(sentence)} sentence-level and {len(document)} "
+                            "document-level dictionary tags: the same sentence's, please")
+    m, known = entities(model), set(entities(sentence))
+    extra = [d for d in entities(document) if d not in known and not any(overlaps(d, x) for x in m)]
+    return render(m + extra, len(model))
+
+
+def document_tags(arm: PosthocConfig, words: Sequence[Sequence[str]], positions: Sequence[int],
+                  window: int) -> list[list[str]]:
+    """The dictionary's BIO tags of the sentences at ``positions`` of ``words`` (a whole split, in
+    order), read as one document: abbreviations carry ``window`` sentences (-1: to the end)."""
+    import priorkit
+    from ..silver.label import BC5CDR_TYPES, group_entities
+
+    provider = priorkit.get_provider(arm.provider, **arm.params)
+    if not hasattr(provider, "matches_document"):
+        raise PriorkitError(f"post-hoc document pass: provider {arm.provider!r} reads one sentence at a time "
+                            "(no matches_document); use the ontology provider or set document: null")
+    found = provider.matches_document([list(w) for w in words], window=None if window < 0 else window)
+    types = arm.types if arm.types is not None else BC5CDR_TYPES
+    return [group_entities(found[p], len(words[p]), types) for p in positions]
+
+
 def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = (),
                     keep: Sequence[Sequence[str]] = ()) -> list[list[str]]:
     """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``
@@ -120,7 +150,7 @@ def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> li
 
 #: fields added after the first merge arms: at these values they stay out of an arm's key, so that
 #: arms scored before them are not redone
-_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False}
+_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False, "document": None}
 
 
 def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split],
@@ -147,6 +177,23 @@ def _dictionary(arm: PosthocConfig, plan: RunPlan, splits: dict[str, Split], spl
     which = (split, tuple(drop), tuple(keep))
     if which not in matched:
         matched[which] = dictionary_tags(arm, splits[split].examples, drop, keep)
+    return matched[which]
+
+
+def _document(cfg: PipelineConfig, arm: PosthocConfig, splits: dict[str, Split], split: str,
+              matched: dict[tuple, Any]) -> list[list[str]]:
+    """The document pass's tags of ``split``'s examples, read once per arm and split."""
+    from .data import document_context
+
+    which = ("document", split)
+    if which not in matched:
+        src = getattr(cfg.data, split)
+        words, positions = document_context(src, cfg.where(f"data.{split}"))
+        if len(positions) != len(splits[split].examples) or any(
+                words[p] != list(e["words"]) for p, e in zip(positions, splits[split].examples)):
+            raise PriorkitError(f"post-hoc document pass: data.{split} no longer gives the sentences the runs were "
+                                "scored on; score them again (--force)")
+        matched[which] = document_tags(arm, words, positions, arm.document)
     return matched[which]
 
 
@@ -221,6 +268,11 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if arm.fragments:
                 tags = {split: [join_fragments(t, d) for t, d in zip(ts, _dictionary(arm, plan, splits, split, matched))]
                         for split, ts in tags.items()}
+            if arm.document is not None:
+                tags = {split: [add_document_matches(t, d, x) for t, d, x in
+                                zip(ts, _dictionary(arm, plan, splits, split, matched),
+                                    _document(cfg, arm, splits, split, matched))]
+                        for split, ts in tags.items()}
             scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
                               "examples": float(len(t))} for split, t in tags.items()}
             for split, merged in tags.items():
@@ -228,7 +280,8 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             write_json(plan.run_dir / METRICS_FILE, _metrics(cfg, plan, arm, base, key, scores))
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
             what = (f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}") + (
-                ", fragments joined" if arm.fragments else "")
+                ", fragments joined" if arm.fragments else "") + (
+                f", document pass ({arm.document} sentences)" if arm.document is not None else "")
             log(f"[{plan.label}] post-hoc {what}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 

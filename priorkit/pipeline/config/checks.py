@@ -169,6 +169,12 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
             raise fail(("o_bias",), f"must be a finite number, got {arm.o_bias}")
         if not arm.mix and (arm.weights is not None or arm.decode is not None or arm.o_bias is not None):
             raise fail(("mix",), "is empty, so weights, decode and o_bias do nothing; name the settings to mix in")
+        if arm.document is not None and (isinstance(arm.document, bool) or arm.document < -1):
+            raise fail(("document",), f"must be a number of sentences >= 0 (-1: to the end of the split), "
+                                      f"or null for off; got {arm.document!r}")
+        if arm.document is not None and arm.calibrate is not None:
+            raise fail(("document",), "the document pass reads the dictionary as it is; it cannot follow a "
+                                      "calibration (calibrate): drop one of the two")
         from ...plugins import list_providers
 
         known = [e.name for e in list_providers()]

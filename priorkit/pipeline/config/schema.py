@@ -248,6 +248,10 @@ class PosthocConfig:
     #: entities of its type ("migraine" + "aura" in "migraine with aura") and none of its entities
     #: crosses that entity's edges, the dictionary entity replaces the pieces.
     fragments: bool = False
+    #: after that: the dictionary read over the whole split in order, abbreviations defined in one
+    #: sentence recognised in the next ``document`` sentences (-1: to the end); its entities that the
+    #: sentence-by-sentence matches lack are added where the model predicted no entity. null: off.
+    document: int | None = None
 
 
 @dataclasses.dataclass
