@@ -4,7 +4,7 @@ word by word (no training; docs/inference.md#decoding).
 
     python benchmarks/decode_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 1 0.7 0.5]
         [--outside 0.4 0] [--o-bias 0 0.5] [--decodings argmax viterbi] [--splits eval test]
-        [--cache DIR] [--out docs/results/NAME.csv]
+        [--cache DIR] [--out docs/results/NAME.csv] [--set FIELD=VALUE ...]
     python benchmarks/decode_check.py PIPELINE RUN ... --with RUN ... --with RUN ... --weights 0.2,0.2,0.6 ...
         [--join none fragments pieces fragments+type] [--document 20]
 
@@ -87,9 +87,9 @@ def mix_log_probs(a: list, b: list, tagged: list, w: float, w_outside: float) ->
     return out
 
 
-def pipeline_data(path: str) -> tuple[dict, object]:
+def pipeline_data(path: str, overrides: tuple[str, ...] = ()) -> tuple[dict, object]:
     """A pipeline file's splits and its dictionary (the sweep's, docs/pipelines.md)."""
-    cfg = load_config(path)
+    cfg = load_config(path, overrides)
     return load_data(cfg), dictionary_of(cfg)
 
 
@@ -119,11 +119,12 @@ def document_columns(tags: list[list[str]], gold: list[list[str]], document: lis
             "gold_other_doc": r.gold_other}
 
 
-def split_document(pipeline: str, split: str, arm, examples: list[dict], window: int) -> list[list[str]]:
+def split_document(pipeline: str, split: str, arm, examples: list[dict], window: int,
+                   overrides: tuple[str, ...] = ()) -> list[list[str]]:
     """The document pass's tags of ``split``'s examples (the whole split read in order)."""
     from priorkit.pipeline.data import document_context
 
-    cfg = load_config(pipeline)
+    cfg = load_config(pipeline, overrides)
     words, positions = document_context(getattr(cfg.data, split))
     assert all(words[p] == list(e["words"]) for p, e in zip(positions, examples)), "the sample moved"
     return document_tags(arm, words, positions, window)
@@ -191,6 +192,8 @@ def main() -> None:
                     help="add the dictionary's document-level entities (abbreviations carried N sentences)")
     ap.add_argument("--document-columns-only", action="store_true",
                     help="with --document: only the columns measured against the document-level dictionary")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a field of the pipeline file, as `priorkit sweep --set` does")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -203,11 +206,12 @@ def main() -> None:
     weights = [mix_weights(w, len(groups), ap.error) for w in args.weights]
     if args.outside is not None and len(groups) != 1:
         ap.error("--outside gates a mix of two models: give --with once")
-    data, arm = pipeline_data(args.pipeline)
+    data, arm = pipeline_data(args.pipeline, tuple(args.overrides))
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)
-        document = split_document(args.pipeline, split, arm, examples, args.document) if args.document is not None else None
+        document = (split_document(args.pipeline, split, arm, examples, args.document, tuple(args.overrides))
+                    if args.document is not None else None)
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)
             others = []

@@ -33,7 +33,8 @@ teacher), ``outside-split`` (recall outside the dictionary: other bounds / no ma
 ``edge-noise-devel`` / ``round8-frontier`` / ``round8-test`` (``features.edge_noise``),
 ``outside-precision`` (the precision of the finds beyond the dictionary), ``round9-frontier`` /
 ``round9-test`` / ``join-screening`` (three students; the dictionary joining split entities) and
-``document-frontier`` / ``document-test`` / ``document-strict`` (the dictionary read as a document;
+``document-frontier`` / ``document-test`` / ``document-strict`` / ``document-weak`` (the dictionary
+read as a document;
 :mod:`.claims_outside`).
 """
 from __future__ import annotations
@@ -262,6 +263,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "round9-frontier": outside.round9_frontier, "round9-test": outside.round9_test,
     "join-screening": outside.join_screening, "document-frontier": outside.document_frontier,
     "document-test": outside.document_test, "document-strict": outside.document_strict,
+    "document-weak": outside.document_weak,
 }
 
 

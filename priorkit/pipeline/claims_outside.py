@@ -429,3 +429,27 @@ def document_strict(res: Results) -> str:
                      f"(F1 {f1:.2f}, {f1 - alone[ref]:+.2f} over that dictionary alone, recall outside "
                      f"{_mean(rows, key):.1f} against no knowledge's {_mean(none, key):.1f}).")
     return text + "\n"
+
+
+WEAK_DOCUMENT = "bc5cdr-weak-document.csv"  # 3a's kept models (weak regime), the recipe's mix ± the document pass
+
+
+def document_weak(res: Results) -> str:
+    """The document pass in the weak-dictionary regime (test, 5 seeds): no knowledge, the recipe's
+    mix as in 3a, and the same with the pass, paired by seed; recall outside by both definitions."""
+    runs: dict[str, list[dict]] = {}
+    for r in res.csv(WEAK_DOCUMENT):
+        if r["split"] == "test":
+            name = "none (argmax)" if r["arm"] == "none" else (
+                "the recipe's mix + the document pass" if r["document"] == "20" else "the recipe's mix (3a)")
+            runs.setdefault(name, []).append(r)
+    scores: Scores = {(k, decoding.FRACTION): {int(r["seed"]): float(r["f1"]) for r in rows} for k, rows in runs.items()}
+    base, mixed = "none (argmax)", "the recipe's mix (3a)"
+    head = ["setting (test, 5 seeds)", "F1", "− none [95% CI], ahead", "− the mix [95% CI], ahead", "recall inside",
+            "recall outside (sentence-level matches)", "recall outside (document-level matches)"]
+    lines = [[k, _mean_sd([float(r["f1"]) for r in rows]),
+              "-" if k == base else _ci(scores, k, base, decoding.FRACTION),
+              _ci(scores, k, mixed, decoding.FRACTION) if k not in (base, mixed) else "-",
+              f"{_mean(rows, 'recall_dict'):.1f}", f"{_mean(rows, 'recall_other'):.1f}",
+              f"{_mean(rows, 'recall_other_doc'):.1f}"] for k, rows in runs.items()]
+    return _table(head, lines)
