@@ -51,8 +51,8 @@ from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import dictionary_recall
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
+from priorkit.pipeline.posthoc import add_document_matches, document_tags, join_fragments, render
 from priorkit.pipeline.posthoc import entities as posthoc_entities
-from priorkit.pipeline.posthoc import add_document_matches, document_tags, join_fragments, overlaps, render
 from priorkit.pipeline.sweep import write_csv
 
 
@@ -131,17 +131,8 @@ def split_document(pipeline: str, split: str, arm, examples: list[dict], window:
 
 
 def join_pieces(model: list[str], dictionary: list[str]) -> list[str]:
-    """:func:`join_fragments` that also takes a single piece: every model entity inside a dictionary
-    entity of its type (none crossing its edges) gives way to the dictionary entity (screened)."""
-    m = posthoc_entities(model)
-    kept = list(m)
-    for d in posthoc_entities(dictionary):
-        touching = [x for x in m if overlaps(x, d)]
-        inside = [x for x in touching if d[1] <= x[1] and x[2] <= d[2]]
-        if not inside or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
-            continue
-        kept = [x for x in kept if x not in inside] + [d]
-    return render(kept, len(model))
+    """:func:`join_fragments` that also takes a single piece (screened, not a pipeline option)."""
+    return join_fragments(model, dictionary, min_pieces=1)
 
 
 def dictionary_type(model: list[str], dictionary: list[str]) -> list[str]:

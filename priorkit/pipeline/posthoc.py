@@ -81,12 +81,12 @@ def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str
     return render(kept, len(model))
 
 
-def join_fragments(model: Sequence[str], dictionary: Sequence[str]) -> list[str]:
-    """The model's tags, except where two or more of its entities of one type lie inside one
-    dictionary entity of that type and none of its entities crosses that entity's edges: there
+def join_fragments(model: Sequence[str], dictionary: Sequence[str], min_pieces: int = 2) -> list[str]:
+    """The model's tags, except where ``min_pieces`` or more of its entities of one type lie inside
+    one dictionary entity of that type and none of its entities crosses that entity's edges: there
     the dictionary entity replaces them (a model that split "migraine with aura" into "migraine"
-    and "aura" gets the whole term back).  One model entity inside a longer dictionary entity
-    stays: the annotators' bounds may be the shorter ones ("hypertension" in "essential
+    and "aura" gets the whole term back).  By default one model entity inside a longer dictionary
+    entity stays: the annotators' bounds may be the shorter ones ("hypertension" in "essential
     hypertension")."""
     if len(model) != len(dictionary):
         raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
@@ -95,7 +95,7 @@ def join_fragments(model: Sequence[str], dictionary: Sequence[str]) -> list[str]
     for d in entities(dictionary):
         touching = [x for x in m if overlaps(x, d)]
         inside = [x for x in touching if d[1] <= x[1] and x[2] <= d[2]]
-        if len(inside) < 2 or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
+        if len(inside) < max(1, min_pieces) or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
             continue
         kept = [x for x in kept if x not in inside] + [d]
     return render(kept, len(model))
