@@ -168,6 +168,15 @@ def _split_rows(res: Results, split: str) -> dict[str, list[dict]]:
     return out
 
 
+def _rows_by(res: Results, file: str, key, split: str = "test") -> dict[str, list[dict]]:
+    """``file``'s rows of ``split`` grouped by ``key(row)``."""
+    out: dict[str, list[dict]] = {}
+    for r in res.csv(file):
+        if r["split"] == split:
+            out.setdefault(key(r), []).append(r)
+    return out
+
+
 def outside_split(res: Results) -> str:
     """Recall outside the dictionary cut in two (a match with other bounds or type / no match at
     all) for the round's key settings on test, 5 seeds, and the share of the recipe's blindness
@@ -297,11 +306,8 @@ def outside_precision(res: Results) -> str:
     precision the target needs there, from the recipe's own entities inside it."""
     rows: dict[str, list[dict]] = {}
     for file, tag in ((PRECISION, ""), (FRAGMENTS, "|fragments"), (ENSEMBLES, "|ensembles")):
-        if not (res.folder / file).exists():
-            continue
-        for r in res.csv(file):
-            if r["split"] == "test":
-                rows.setdefault(f"{r['arm']}{tag}|{decoding.setting(r)}", []).append(r)
+        if (res.folder / file).exists():
+            rows.update(_rows_by(res, file, lambda r, t=tag: f"{r['arm']}{t}|{decoding.setting(r)}"))
     head = ["setting (test, 5 seeds)", "F1", "precision", "recall inside", "recall outside",
             "its entities beyond the dictionary", "precision of those"]
     lines = [[label, f"{_mean(rs, 'f1'):.2f}", f"{_mean(rs, 'precision'):.2f}", f"{_mean(rs, 'recall_dict'):.1f}",
@@ -346,10 +352,7 @@ def blind_sentence(res: Results) -> str:
     doc = fams.get(ROUND9C_FAMILIES[0][0], {}).get(f"{mix.RECIPE}-d20", {}).get("test")
     if not doc or not (res.folder / DOCUMENT_REF).exists():
         return text + ".\n"
-    ref_rows: dict[str, list[dict]] = {}
-    for r in res.csv(DOCUMENT_REF):
-        if r["split"] == "test":
-            ref_rows.setdefault(r["arm"], []).append(r)
+    ref_rows = _rows_by(res, DOCUMENT_REF, lambda r: r["arm"])
     scores: Scores = {(k, decoding.FRACTION): {int(r["seed"]): float(r["f1"]) for r in rows}
                       for k, rows in ((mix.RECIPE, recipe), ("doc", doc))}
     return text + (f". Read as whole documents, so that abbreviations carry across sentences, the dictionary "
@@ -391,10 +394,7 @@ def document_strict(res: Results) -> str:
     holds under each."""
     fams = _families(res, ALL_ROUNDS)
     best, unblind = _choices(fams, mix.none_recall_outside(res, "eval"))
-    ref: dict[str, list[dict]] = {}
-    for r in res.csv(DOCUMENT_REF):
-        if r["split"] == "test":
-            ref.setdefault(r["arm"], []).append(r)
+    ref = _rows_by(res, DOCUMENT_REF, lambda r: r["arm"])
     none, recipe = ref["none"], ref["st-branch+st-nofeat"]
     picks = [("none (argmax)", none), (f"{mix.RECIPE} (the recipe of record)", recipe)]
     with_doc = fams[ROUND9C_FAMILIES[0][0]].get(f"{mix.RECIPE}-d20", {}).get("test")
@@ -437,12 +437,8 @@ WEAK_DOCUMENT = "bc5cdr-weak-document.csv"  # 3a's kept models (weak regime), th
 def document_weak(res: Results) -> str:
     """The document pass in the weak-dictionary regime (test, 5 seeds): no knowledge, the recipe's
     mix as in 3a, and the same with the pass, paired by seed; recall outside by both definitions."""
-    runs: dict[str, list[dict]] = {}
-    for r in res.csv(WEAK_DOCUMENT):
-        if r["split"] == "test":
-            name = "none (argmax)" if r["arm"] == "none" else (
-                "the recipe's mix + the document pass" if r["document"] == "20" else "the recipe's mix (3a)")
-            runs.setdefault(name, []).append(r)
+    runs = _rows_by(res, WEAK_DOCUMENT, lambda r: "none (argmax)" if r["arm"] == "none" else (
+        "the recipe's mix + the document pass" if r["document"] == "20" else "the recipe's mix (3a)"))
     scores: Scores = {(k, decoding.FRACTION): {int(r["seed"]): float(r["f1"]) for r in rows} for k, rows in runs.items()}
     base, mixed = "none (argmax)", "the recipe's mix (3a)"
     head = ["setting (test, 5 seeds)", "F1", "− none [95% CI], ahead", "− the mix [95% CI], ahead", "recall inside",
