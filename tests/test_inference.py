@@ -245,6 +245,42 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
         model.decode = "beam"
 
 
+def test_predict_joins_fragments_and_reads_the_document_with_a_dictionary(ner_run, tmp_path):
+    from priorkit.pipeline.config import PosthocConfig
+    from priorkit.pipeline.posthoc import add_document_matches, dictionary_tags, document_tags, join_fragments
+
+    mini = Path(__file__).parent / "fixtures" / "ontology" / "mini.obo"
+    sentences = [s.split() for s in ("Cor pulmonale ( CP ) was seen .", "The CP worsened with arrhythmia .",
+                                     "Aspirin causes nausea .")]
+    words = tmp_path / "doc.conll"
+    words.write_text("\n\n".join("\n".join(x) for x in sentences) + "\n")
+    plain, joined = tmp_path / "plain.jsonl", tmp_path / "joined.jsonl"
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--out", str(plain))
+    assert result.returncode == 0, result.stderr[-2000:]
+    types = '{"mini": "Disease"}'
+    result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--dictionary", str(mini),
+                 "--dictionary-types", types, "--fragments", "--document", "1", "--out", str(joined))
+    assert result.returncode == 0, result.stderr[-2000:]
+    # what a sweep's post-hoc arm with fragments and document: 1 does to the same tags
+    arm = PosthocConfig(params={"path": str(mini)}, types={"mini": "Disease"})
+    sentence = dictionary_tags(arm, [{"words": w} for w in sentences])
+    doc = document_tags(arm, sentences, [0, 1, 2], 1)
+    assert doc[1][1] == "B-Disease" and sentence[1][1] == "O"  # "CP" is known one sentence on, by the document
+    tags = [json.loads(line)["tags"] for line in plain.read_text().splitlines()]
+    want = [add_document_matches(join_fragments(t, d), d, x) for t, d, x in zip(tags, sentence, doc)]
+    got = [json.loads(line) for line in joined.read_text().splitlines()]
+    assert [r["tags"] for r in got] == want
+    assert [r["entities"] for r in got] == [priorkit.inference.entities(w, t) for w, t in zip(sentences, want)]
+    # the flags need each other, and a readable type map
+    bad = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--fragments")
+    assert bad.returncode == 2 and "need --dictionary" in bad.stderr
+    bad = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--dictionary", str(mini))
+    assert bad.returncode == 2 and "add one of them" in bad.stderr
+    bad = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--dictionary", str(mini),
+              "--document", "1", "--dictionary-types", "{mini: Disease")
+    assert bad.returncode == 2 and "--dictionary-types" in bad.stderr and "not JSON" in bad.stderr
+
+
 @pytest.fixture(scope="module")
 def ner_plain_run(tmp_path_factory, tiny_bert):
     """A second NER model, without a prior: the other half of an ensemble."""

@@ -41,11 +41,20 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--o-bias", type=float, default=None,
               help="NER: added to each word's log-probability of O before decoding (above 0: fewer entities). "
                    "Default: the run's task.o_bias.")
+@click.option("--dictionary", default=None,
+              help="NER: an ontology (a source such as hpo+mesh, or a file) for --fragments and --document.")
+@click.option("--dictionary-types", default=None,
+              help='NER: match group -> entity type as JSON, e.g. \'{"hpo": "Disease"}\' (default: BC5CDR\'s).')
+@click.option("--fragments", is_flag=True,
+              help="NER: the dictionary's entity replaces two or more pieces the model split it into.")
+@click.option("--document", type=click.IntRange(min=-1), default=None,
+              help="NER: read INPUT's sentences in order as one document; the dictionary's entities whose "
+                   "abbreviations carry N sentences (-1: to the end) are added where the model found none.")
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
                     text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, o_bias,
-                    progress) -> None:
+                    dictionary, dictionary_types, fragments, document, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -82,6 +91,11 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
             inputs, batch_size=batch_size)
     else:
         records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
+    if fragments or document is not None:
+        records = _with_dictionary(records, inputs, predictor.task_type, dictionary, dictionary_types, fragments,
+                                   document)
+    elif dictionary is not None or dictionary_types is not None:
+        raise click.UsageError("--dictionary is for --fragments or --document; add one of them")
     text = pio.render(records, inputs, fmt)
     if out is None:
         sys.stdout.write(text)
@@ -89,3 +103,38 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     pio.write_atomic(out, text)
     if not quiet:
         click.echo(f"wrote {len(records)} predictions to {out}", err=True)
+
+
+def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, dictionary: str | None,
+                     types: str | None, fragments: bool, document: int | None) -> list[dict]:
+    """NER records after the post-hoc steps of a sweep's arm (docs/pipelines.md#post-hoc-arms-does-the-
+    knowledge-need-a-learned-channel): the dictionary joining split entities, then its document pass."""
+    import json
+
+    from ..inference import entities
+    from ..pipeline.config import PosthocConfig
+    from ..pipeline.posthoc import add_document_matches, dictionary_tags, document_tags, join_fragments
+
+    if task_type != "token-classification":
+        raise click.UsageError("--fragments and --document are for NER models (token classification)")
+    if dictionary is None:
+        raise click.UsageError("--fragments and --document need --dictionary (an ontology source such as "
+                               "hpo+mesh, or an ontology file)")
+    try:
+        type_map = None if types is None else json.loads(types)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON ({exc.msg}): {types}", param_hint="--dictionary-types") from None
+    if type_map is not None and (not isinstance(type_map, dict) or not type_map):
+        raise click.BadParameter(f"a non-empty JSON object of match group -> entity type, got {types}",
+                                 param_hint="--dictionary-types")
+    params = {"path": dictionary} if Path(dictionary).exists() else {"source": dictionary}
+    arm = PosthocConfig(params=params, types=type_map)
+    words = [list(i["words"]) for i in inputs]
+    sentence = dictionary_tags(arm, [{"words": w} for w in words])
+    tags = [list(r["tags"]) for r in records]
+    if fragments:
+        tags = [join_fragments(t, d) for t, d in zip(tags, sentence)]
+    if document is not None:
+        doc = document_tags(arm, words, list(range(len(words))), document)
+        tags = [add_document_matches(t, d, x) for t, d, x in zip(tags, sentence, doc)]
+    return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]
