@@ -361,6 +361,16 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     assert len(alone) == 1 and float(alone[0]["recall_dict"]) == pytest.approx(100.0)
     assert {r["prior"] for r in dict_rows} >= {"none", "features", "dict-union", "dictionary alone"}
     assert "## Inside and outside the dictionary (test split)" in (out / "results.md").read_text()
+    # with a document arm in the sweep, every row also gives recall outside the document-level dictionary
+    from priorkit.pipeline.dictionary_recall import dictionary_recall
+
+    assert all("recall_other_doc" in r for r in dict_rows)
+    doc_arm = PosthocConfig(params={"path": str(mini), "cache": False}, types={"mini": "Disease"})
+    doc_tags = document_tags(doc_arm, words, list(range(len(words))), window=2)
+    none0 = next(r for r in dict_rows if r["prior"] == "none" and r["seed"] == "0")
+    want = dictionary_recall(read_predictions(out / "none" / "frac1" / "seed0", "test")[0], gold, doc_tags)
+    assert float(none0["recall_other_doc"]) == pytest.approx(want.recall_other, abs=1e-3)
+    assert "outside the document-level dictionary |" in (out / "results.md").read_text()
     # override puts every dictionary entity in: its recall of diseases is the dictionary's at least
     assert float(rows[("dict-override", 0)]["test_recall"]) > 0
     md = (out / "results.md").read_text()
