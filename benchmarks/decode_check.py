@@ -51,7 +51,7 @@ from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import load_data
 from priorkit.pipeline.dictionary_recall import dictionary_recall
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
-from priorkit.pipeline.posthoc import add_document_matches, document_tags, join_fragments, render
+from priorkit.pipeline.posthoc import add_document_matches, join_fragments, render, split_document_tags
 from priorkit.pipeline.posthoc import entities as posthoc_entities
 from priorkit.pipeline.sweep import write_csv
 
@@ -87,9 +87,9 @@ def mix_log_probs(a: list, b: list, tagged: list, w: float, w_outside: float) ->
     return out
 
 
-def pipeline_data(path: str, overrides: tuple[str, ...] = ()) -> tuple[dict, object]:
+def pipeline_data(path: str) -> tuple[dict, object]:
     """A pipeline file's splits and its dictionary (the sweep's, docs/pipelines.md)."""
-    cfg = load_config(path, overrides)
+    cfg = load_config(path)
     return load_data(cfg), dictionary_of(cfg)
 
 
@@ -117,17 +117,6 @@ def document_columns(tags: list[list[str]], gold: list[list[str]], document: lis
     r = dictionary_recall(tags, gold, document)
     return {"recall_dict_doc": round(r.recall_dict, 2), "recall_other_doc": round(r.recall_other, 2),
             "gold_other_doc": r.gold_other}
-
-
-def split_document(pipeline: str, split: str, arm, examples: list[dict], window: int,
-                   overrides: tuple[str, ...] = ()) -> list[list[str]]:
-    """The document pass's tags of ``split``'s examples (the whole split read in order)."""
-    from priorkit.pipeline.data import document_context
-
-    cfg = load_config(pipeline, overrides)
-    words, positions = document_context(getattr(cfg.data, split))
-    assert all(words[p] == list(e["words"]) for p, e in zip(positions, examples)), "the sample moved"
-    return document_tags(arm, words, positions, window)
 
 
 def join_pieces(model: list[str], dictionary: list[str]) -> list[str]:
@@ -197,11 +186,12 @@ def main() -> None:
     weights = [mix_weights(w, len(groups), ap.error) for w in args.weights]
     if args.outside is not None and len(groups) != 1:
         ap.error("--outside gates a mix of two models: give --with once")
-    data, arm = pipeline_data(args.pipeline, tuple(args.overrides))
+    cfg = load_config(args.pipeline, args.overrides)
+    data, arm = load_data(cfg), dictionary_of(cfg)
     rows = []
     for split in args.splits:
         examples, gold, dictionary, tagged = split_tags(data, arm, split)
-        document = (split_document(args.pipeline, split, arm, examples, args.document, tuple(args.overrides))
+        document = (split_document_tags(cfg, arm, split, [e["words"] for e in examples], args.document)
                     if args.document is not None else None)
         for i, run in enumerate(args.runs):
             a, labels = word_log_probs(run, split, examples, args.cache)

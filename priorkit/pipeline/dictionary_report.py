@@ -120,14 +120,14 @@ def _document_split_tags(cfg: PipelineConfig, arm: PosthocConfig, split: str, wo
     window = next((a.document for a in cfg.sweep.posthoc.values() if a.document is not None), None)
     if window is None:
         return None
-    from .data import document_context
-    from .posthoc import document_tags
+    from ..errors import PriorkitError
+    from .posthoc import split_document_tags
 
-    every, positions = document_context(getattr(cfg.data, _split_key(split)))
-    if len(positions) != len(words) or any(every[p] != list(w) for p, w in zip(positions, words)):
-        return None  # the data changed since these runs: nothing to say
     typed = PosthocConfig(provider=arm.provider, params=arm.params, types=_types(arm, gold))
-    return document_tags(typed, every, positions, window)
+    try:
+        return split_document_tags(cfg, typed, _split_key(split), words, window)
+    except PriorkitError:
+        return None  # the data changed since these runs: nothing to say
 
 
 def _split_key(split: str) -> str:

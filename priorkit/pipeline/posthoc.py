@@ -180,20 +180,27 @@ def _dictionary(arm: PosthocConfig, plan: RunPlan, splits: dict[str, Split], spl
     return matched[which]
 
 
+def split_document_tags(cfg: PipelineConfig, arm: PosthocConfig, split: str, words: Sequence[Sequence[str]],
+                        window: int) -> list[list[str]]:
+    """:func:`document_tags` of the sentences ``words`` of ``cfg``'s split ``split`` ("eval" /
+    "test"): the whole split read in order (before its ``sample``), these sentences kept.  Raises
+    when the split no longer gives these sentences."""
+    from .data import document_context
+
+    every, positions = document_context(getattr(cfg.data, split), cfg.where(f"data.{split}"))
+    if len(positions) != len(words) or any(every[p] != list(w) for p, w in zip(positions, words)):
+        raise PriorkitError(f"post-hoc document pass: data.{split} no longer gives the sentences the runs were "
+                            "scored on; score them again (--force)")
+    return document_tags(arm, every, positions, window)
+
+
 def _document(cfg: PipelineConfig, arm: PosthocConfig, splits: dict[str, Split], split: str,
               matched: dict[tuple, Any]) -> list[list[str]]:
     """The document pass's tags of ``split``'s examples, read once per arm and split."""
-    from .data import document_context
-
     which = ("document", split)
     if which not in matched:
-        src = getattr(cfg.data, split)
-        words, positions = document_context(src, cfg.where(f"data.{split}"))
-        if len(positions) != len(splits[split].examples) or any(
-                words[p] != list(e["words"]) for p, e in zip(positions, splits[split].examples)):
-            raise PriorkitError(f"post-hoc document pass: data.{split} no longer gives the sentences the runs were "
-                                "scored on; score them again (--force)")
-        matched[which] = document_tags(arm, words, positions, arm.document)
+        words = [e["words"] for e in splits[split].examples]
+        matched[which] = split_document_tags(cfg, arm, split, words, arm.document)
     return matched[which]
 
 
