@@ -8,8 +8,10 @@ student).  Round 8: recall outside the dictionary split into the entities a matc
 other bounds and those no match touches (``outside-split``), and ``features.edge_noise``
 (``edge-noise-devel``, ``round8-frontier``, ``round8-test``).  Round 9: the precision of the
 entities a model predicts beyond the dictionary and the precision the target needs there
-(``outside-precision``), and a mix of three students (``round9-frontier``, ``round9-test``).
-Registered in :data:`priorkit.pipeline.claims.BLOCKS`.
+(``outside-precision``), mixes, the join and ensembles (``round9-frontier``, ``round9-test``,
+``join-screening``), and the dictionary read as a document (``document-frontier``,
+``document-test``, ``document-strict``, ``document-weak``).  Registered in
+:data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
 
@@ -160,14 +162,6 @@ def _split_cells(rows: list[dict]) -> list[str]:
     return [f"{_mean(rows, k):.2f}" if k in ("f1", "precision") else f"{_mean(rows, k):.1f}" for k in _SPLIT_KEYS]
 
 
-def _split_rows(res: Results, split: str) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for r in res.csv(SPLIT):
-        if r["split"] == split:
-            out.setdefault(f"{r['arm']}|{decoding.setting(r)}", []).append(r)
-    return out
-
-
 def _rows_by(res: Results, file: str, key, split: str = "test") -> dict[str, list[dict]]:
     """``file``'s rows of ``split`` grouped by ``key(row)``."""
     out: dict[str, list[dict]] = {}
@@ -181,7 +175,7 @@ def outside_split(res: Results) -> str:
     """Recall outside the dictionary cut in two (a match with other bounds or type / no match at
     all) for the round's key settings on test, 5 seeds, and the share of the recipe's blindness
     each part holds."""
-    rows, lines = _split_rows(res, "test"), []
+    rows, lines = _rows_by(res, SPLIT, lambda r: f"{r['arm']}|{decoding.setting(r)}"), []
     head = ["setting (test, 5 seeds)", "F1", "precision", "recall inside", "recall outside",
             "outside: other bounds", "outside: no match"]
     for label, arm, name in SPLIT_ROWS:
@@ -339,6 +333,11 @@ def join_screening(res: Results) -> str:
     return _table(head, lines)
 
 
+def _recipe_with_document(fams: dict[str, mix.Family]) -> list[dict] | None:
+    """The test rows of the recipe of record's setting with the document pass (2i), if measured."""
+    return fams.get(ROUND9C_FAMILIES[0][0], {}).get(f"{mix.RECIPE}-d20", {}).get("test")
+
+
 def blind_sentence(res: Results) -> str:
     """The README's sentence on blindness: the recipe of record's recall outside the dictionary
     against no knowledge's; the same recipe with the document pass (2i); and both against the
@@ -348,8 +347,7 @@ def blind_sentence(res: Results) -> str:
     text = (f"**What it costs:** knowledge makes the model lean on the dictionary. On BC5CDR at 10% the recipe "
             f"of record ({_mean(recipe, 'f1'):.2f}) finds {_mean(recipe, 'recall_other'):.1f}% of the test entities "
             f"the dictionary does not tag exactly, no knowledge {_mean(none, 'recall_other'):.1f}%")
-    fams = _families(res, ROUND9C_FAMILIES)
-    doc = fams.get(ROUND9C_FAMILIES[0][0], {}).get(f"{mix.RECIPE}-d20", {}).get("test")
+    doc = _recipe_with_document(_families(res, ROUND9C_FAMILIES))
     if not doc or not (res.folder / DOCUMENT_REF).exists():
         return text + ".\n"
     ref_rows = _rows_by(res, DOCUMENT_REF, lambda r: r["arm"])
@@ -387,14 +385,13 @@ def document_test(res: Results) -> str:
     return round7_test(res, ALL_ROUNDS, ROUND9C_FAMILIES)
 
 
-def _strict_choice(res: Results) -> tuple[str, str, float] | None:
+def _strict_choice(res: Results, fams: dict[str, mix.Family]) -> tuple[str, str, float] | None:
     """(family, setting, floor): the blindness rule under the stricter definition, over the document
     pass's families (the only ones with columns against the document-level dictionary): the best
     devel F1 among the settings whose devel recall outside it reaches no knowledge's."""
     floor = _mean(_rows_by(res, DOCUMENT_REF, lambda r: r["arm"], "eval")["none"], "recall_other_doc")
     names = {name for name, _, _ in ROUND9C_FAMILIES}
-    fams = {n: f for n, f in _families(res, ROUND9C_FAMILIES).items() if n in names}
-    reach = [(n, k) for n, f in fams.items() for k, v in f.items()
+    reach = [(n, k) for n, f in fams.items() if n in names for k, v in f.items()
              if "eval" in v and _mean(v["eval"], "recall_other_doc") >= floor]
     if not reach:
         return None
@@ -412,7 +409,7 @@ def document_strict(res: Results) -> str:
     ref = _rows_by(res, DOCUMENT_REF, lambda r: r["arm"])
     none, recipe = ref["none"], ref["st-branch+st-nofeat"]
     picks = [("none (argmax)", none), (f"{mix.RECIPE} (the recipe of record)", recipe)]
-    with_doc = fams[ROUND9C_FAMILIES[0][0]].get(f"{mix.RECIPE}-d20", {}).get("test")
+    with_doc = _recipe_with_document(fams)
     if with_doc:
         picks.append((f"{mix.RECIPE}-d20 (the recipe of record + the document pass)", with_doc))
     if best == unblind:
@@ -422,7 +419,7 @@ def document_strict(res: Results) -> str:
             if choice is not None:
                 picks.append((f"{choice[1]} (the rule's choice: {label})", fams[choice[0]][choice[1]]["test"]))
     alone = {k: 100 * res.json(f)["scores"]["f1"] for k, f in (("sentence", DICT_ALONE), ("document", DICT_ALONE_DOC))}
-    strict = _strict_choice(res)
+    strict = _strict_choice(res, fams)
     if strict is not None:
         picks.append((f"{strict[0]}: {strict[1]} (best devel F1 at none's devel recall outside the document-level "
                       f"dictionary, {strict[2]:.1f})", fams[strict[0]][strict[1]]["test"]))
@@ -441,11 +438,12 @@ def document_strict(res: Results) -> str:
     if unblind is not None:
         rows = fams[unblind[0]][unblind[1]]["test"]
         f1 = _mean(rows, "f1")
-        for name, key, ref in (("the issue's", "recall_other", "sentence"), ("the stricter", "recall_other_doc", "document")):
-            ok = f1 >= 80 and f1 - alone[ref] >= 7 and _mean(rows, key) >= _mean(none, key) \
+        for name, key, which in (("the issue's", "recall_other", "sentence"),
+                                 ("the stricter", "recall_other_doc", "document")):
+            ok = f1 >= 80 and f1 - alone[which] >= 7 and _mean(rows, key) >= _mean(none, key) \
                 and _mean(rows, "recall_dict") >= 90
             text += (f" Under {name} definition the rules' choice {'meets' if ok else 'misses'} the targets "
-                     f"(F1 {f1:.2f}, {f1 - alone[ref]:+.2f} over that dictionary alone, recall outside "
+                     f"(F1 {f1:.2f}, {f1 - alone[which]:+.2f} over that dictionary alone, recall outside "
                      f"{_mean(rows, key):.1f} against no knowledge's {_mean(none, key):.1f}).")
     return text + "\n"
 
