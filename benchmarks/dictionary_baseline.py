@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import priorkit  # noqa: E402
 from priorkit.features.baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
 from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import document_context, read_source, slice_examples  # noqa: E402
+from priorkit.pipeline.data import read_source, sample_indices, slice_examples  # noqa: E402
 from priorkit_plugins.ontology import rules as matcher_rules  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
@@ -203,8 +203,8 @@ def main() -> None:
     args = parse_args()
     types = json.loads(args.types)
     src = DataSource(source="bc5cdr", split=args.split, sample=args.sample, sample_seed=args.sample_seed)
-    examples, origin = read_source(src)
-    examples = slice_examples(examples, src)
+    every, origin = read_source(src)
+    examples = slice_examples(every, src)
     if args.ablation:
         return ablation(args, examples, types)
     params = dict(matcher_rules.OLD) if args.old else {}
@@ -220,7 +220,8 @@ def main() -> None:
         return
     document = args.document_window is not None
     window = None if args.document_window is None or args.document_window < 0 else args.document_window
-    context = document_context(src) if document and args.sample is not None else None
+    keep = sample_indices(len(every), src) if document else None
+    context = ([list(e["words"]) for e in every], [int(i) for i in keep]) if keep is not None else None
     scores, loaded, speed = score(args.source, params, examples, types, window, document, context)
     print(f"BC5CDR {args.split} ({len(examples)} sentences, {origin}); ontology source={args.source}; "
           f"params {params}{'; matches_document window ' + str(window) if document else ''}; types {types}; "
