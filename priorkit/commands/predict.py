@@ -113,7 +113,7 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
 
     from ..inference import entities
     from ..pipeline.config import PosthocConfig
-    from ..pipeline.posthoc import add_document_matches, dictionary_tags, document_tags, join_fragments
+    from ..pipeline.posthoc import dictionary_steps, dictionary_tags, document_tags
 
     if task_type != "token-classification":
         raise click.UsageError("--fragments and --document are for NER models (token classification)")
@@ -131,10 +131,6 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
     arm = PosthocConfig(params=params, types=type_map)
     words = [list(i["words"]) for i in inputs]
     sentence = dictionary_tags(arm, [{"words": w} for w in words])
-    tags = [list(r["tags"]) for r in records]
-    if fragments:
-        tags = [join_fragments(t, d) for t, d in zip(tags, sentence)]
-    if document is not None:
-        doc = document_tags(arm, words, list(range(len(words))), document)
-        tags = [add_document_matches(t, d, x) for t, d, x in zip(tags, sentence, doc)]
+    doc = document_tags(arm, words, list(range(len(words))), document) if document is not None else None
+    tags = dictionary_steps([r["tags"] for r in records], sentence, fragments, doc)
     return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]

@@ -112,6 +112,18 @@ def add_document_matches(model: Sequence[str], sentence: Sequence[str], document
     return render(m + extra, len(model))
 
 
+def dictionary_steps(tags: Sequence[Sequence[str]], sentence: Sequence[Sequence[str]], fragments: bool,
+                     document: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
+    """A post-hoc arm's steps after its merge or mix, sentence by sentence, in their order: the
+    dictionary joins the entities the model split (``fragments``, :func:`join_fragments`), then its
+    document-level tags add what the sentence-level ones (``sentence``) lack (``document``,
+    :func:`add_document_matches`; None: no document pass)."""
+    out = [join_fragments(t, d) if fragments else list(t) for t, d in zip(tags, sentence)]
+    if document is not None:
+        out = [add_document_matches(t, d, x) for t, d, x in zip(out, sentence, document)]
+    return out
+
+
 def document_tags(arm: PosthocConfig, words: Sequence[Sequence[str]], positions: Sequence[int],
                   window: int) -> list[list[str]]:
     """The dictionary's BIO tags of the sentences at ``positions`` of ``words`` (a whole split, in
@@ -272,14 +284,11 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
                 continue
             tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
                     else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
-            if arm.fragments:
-                tags = {split: [join_fragments(t, d) for t, d in zip(ts, _dictionary(arm, plan, splits, split, matched))]
-                        for split, ts in tags.items()}
-            if arm.document is not None:
-                tags = {split: [add_document_matches(t, d, x) for t, d, x in
-                                zip(ts, _dictionary(arm, plan, splits, split, matched),
-                                    _document(cfg, arm, splits, split, matched))]
-                        for split, ts in tags.items()}
+            if arm.fragments or arm.document is not None:
+                tags = {split: dictionary_steps(
+                    ts, _dictionary(arm, plan, splits, split, matched), arm.fragments,
+                    _document(cfg, arm, splits, split, matched) if arm.document is not None else None)
+                    for split, ts in tags.items()}
             scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
                               "examples": float(len(t))} for split, t in tags.items()}
             for split, merged in tags.items():
