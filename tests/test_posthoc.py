@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from priorkit.pipeline.config import ConfigError, load_config
-from priorkit.pipeline.posthoc import add_document_matches, join_fragments, merge
+from priorkit.pipeline.posthoc import add_document_matches, join_fragments, merge, propagate
 from priorkit.pipeline.predictions import entity_counts
 from priorkit.pipeline.tasks import ner_metrics
 from priorkit.stats import bootstrap_f1_delta, f1_from_counts
@@ -72,6 +72,34 @@ def test_add_document_matches_adds_only_what_the_sentence_matches_lack_where_the
     assert add_document_matches(model, sentence, sentence) == model
     with pytest.raises(Exception, match="6 model tags, 6 sentence-level and 5 document-level"):
         add_document_matches(model, sentence, document[:5])
+
+
+def test_propagate_carries_the_models_finds_to_their_untagged_repeats_within_the_window():
+    words = [s.split() for s in ("PTH levels rose", "the pth fell .", "no PTH here", "far away", "PTH again")]
+    tags = [["B-Chemical", "O", "O"], ["O"] * 4, ["O"] * 3, ["O"] * 2, ["O"] * 2]
+    # share 0: one tagged occurrence within the window suffices; case is folded
+    assert propagate(tags, words, 2, 0.0)[:3] == \
+        [["B-Chemical", "O", "O"], ["O", "B-Chemical", "O", "O"], ["O", "B-Chemical", "O"]]
+    assert propagate(tags, words, 2, 0.0)[4] == ["O", "O"]  # four sentences away: out of the window
+    assert propagate(tags, words, -1, 0.0)[4] == ["B-Chemical", "O"]  # -1: the whole document
+    # a majority: one tagged against two untagged in the window of sentence 1 (0-2): nothing
+    assert propagate(tags, words, 1, 0.5)[1] == ["O"] * 4
+    # two tagged against one untagged: carried, with the type tagged most often
+    twice = [["B-Chemical", "O", "O"], ["O"] * 4, ["O", "B-Chemical", "O"], ["O"] * 2, ["B-Disease", "O"]]
+    assert propagate(twice, words, 1, 0.5)[1] == ["O", "B-Chemical", "O", "O"]
+    # where a model entity overlaps the repeat, nothing is added; a one-letter surface is never carried
+    covered = [["B-Chemical", "O", "O"], ["B-Disease", "I-Disease", "O", "O"], ["O"] * 3, ["O"] * 2, ["O"] * 2]
+    assert propagate(covered, words, 2, 0.0)[1] == ["B-Disease", "I-Disease", "O", "O"]
+    letters = [["a", "b"], ["a", "c"]]
+    assert propagate([["B-Chemical", "O"], ["O", "O"]], letters, -1, 0.0) == [["B-Chemical", "O"], ["O", "O"]]
+    # the longer surface first: "renal failure" is carried whole, not "renal" inside it
+    two = [s.split() for s in ("renal failure and renal", "acute renal failure")]
+    found = [["B-Disease", "I-Disease", "O", "B-Disease"], ["O", "O", "O"]]
+    assert propagate(found, two, 1, 0.0)[1] == ["O", "B-Disease", "I-Disease"]
+    with pytest.raises(Exception, match="window -2"):
+        propagate(tags, words, -2, 0.5)
+    with pytest.raises(Exception, match="one tag per word"):
+        propagate(tags[:4], words, 1, 0.5)
 
 
 def test_document_tags_carry_abbreviations_to_the_next_sentences():
@@ -207,6 +235,9 @@ sweep:
     ("    dict: {document: -2}\n", 9, "sweep.posthoc.dict.document", "-1: to the end of the split"),
     ("    dict: {document: 20, calibrate: {threshold: 0.5}}\n", 9, "sweep.posthoc.dict.document",
      "cannot follow a calibration"),
+    ("    dict: {propagate: -2}\n", 9, "sweep.posthoc.dict.propagate", "-1: the whole split"),
+    ("    dict: {propagate: 20}\n", 9, "sweep.posthoc.dict.propagate", "only kept models can tag"),
+    ("    dict: {share: 1.5}\n", 9, "sweep.posthoc.dict.share", "from 0 to 1, got 1.5"),
 ])
 def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
     path = tmp_path / "p.yaml"
@@ -289,6 +320,9 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
                       types: {{mini: Disease}}}}
             dict-document: {{of: none, merge: union, provider: ontology, params: {{path: {mini}, cache: false}},
                              types: {{mini: Disease}}, document: 2}}
+            carried: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5,
+                       document: 2, propagate: -1, share: 0.0, provider: ontology,
+                       params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
@@ -354,6 +388,13 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         doc_tags = document_tags(doc_arm, words, list(range(len(words))), window=2)
         want = [add_document_matches(merge(t, d, "union"), d, x) for t, d, x in zip(tags, dict_tags, doc_tags)]
         assert read_predictions(out / "dict-document" / "frac1" / f"seed{seed}", "test")[0] == want
+        # the mix, its document pass, then its own finds carried to their repeats across the whole file
+        from priorkit.pipeline.posthoc import dictionary_steps
+
+        carried = propagate(dictionary_steps(mixed_tags, dict_tags, False, doc_tags), words, -1, 0.0)
+        assert read_predictions(out / "carried" / "frac1" / f"seed{seed}", "test")[0] == carried
+        c = json.loads((out / "carried" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
+        assert c["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, carried)["f1"])
         assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, joined)["f1"])
     # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
     dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))

@@ -50,11 +50,16 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--document", type=click.IntRange(min=-1), default=None,
               help="NER: read INPUT's sentences in order as one document; the dictionary's entities whose "
                    "abbreviations carry N sentences (-1: to the end) are added where the model found none.")
+@click.option("--propagate", type=click.IntRange(min=-1), default=None,
+              help="NER: last, read INPUT's sentences in order as one document and carry each predicted entity "
+                   "to its untagged repeats within N sentences (-1: the whole input).")
+@click.option("--share", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="With --propagate: the least share of a surface's occurrences nearby that must be tagged.")
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
                     text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, o_bias,
-                    dictionary, dictionary_types, fragments, document, progress) -> None:
+                    dictionary, dictionary_types, fragments, document, propagate, share, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -96,6 +101,10 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
                                    document)
     elif dictionary is not None or dictionary_types is not None:
         raise click.UsageError("--dictionary is for --fragments or --document; add one of them")
+    if propagate is not None:
+        records = _propagated(records, inputs, predictor.task_type, propagate, share)
+    elif share != 0.5:
+        raise click.UsageError("--share is the vote of --propagate; add --propagate N")
     text = pio.render(records, inputs, fmt)
     if out is None:
         sys.stdout.write(text)
@@ -133,4 +142,17 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
     sentence = dictionary_tags(arm, [{"words": w} for w in words])
     doc = document_tags(arm, words, list(range(len(words))), document) if document is not None else None
     tags = dictionary_steps([r["tags"] for r in records], sentence, fragments, doc)
+    return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]
+
+
+def _propagated(records: list[dict], inputs: list[dict], task_type: str, window: int, share: float) -> list[dict]:
+    """NER records with each predicted entity carried to its untagged repeats within ``window``
+    sentences (:func:`priorkit.pipeline.posthoc.propagate`; a sweep arm's ``propagate``)."""
+    from ..inference import entities
+    from ..pipeline.posthoc import propagate
+
+    if task_type != "token-classification":
+        raise click.UsageError("--propagate is for NER models (token classification)")
+    words = [list(i["words"]) for i in inputs]
+    tags = propagate([r["tags"] for r in records], words, window, share)
     return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]

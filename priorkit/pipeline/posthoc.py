@@ -112,6 +112,68 @@ def add_document_matches(model: Sequence[str], sentence: Sequence[str], document
     return render(m + extra, len(model))
 
 
+def _surface(words: Sequence[str], s: int, e: int) -> tuple[str, ...]:
+    return tuple(w.lower() for w in words[s:e + 1])
+
+
+def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], window: int,
+              share: float = 0.5) -> list[list[str]]:
+    """The tags of a document's sentences (in order), plus each entity carried to the same words
+    (case folded) elsewhere within ``window`` sentences before or after (-1: the whole document),
+    where no entity overlaps them: the model's own finds made consistent across a document
+    ("PTH" tagged in one sentence and left ``O`` in the next).
+
+    An untagged occurrence gets the type its surface is tagged with most often in its window,
+    when the occurrences tagged so make up at least ``share`` of that surface's occurrences there
+    that are tagged so or left untagged (the untagged one included; 0: one tagged occurrence
+    suffices).  Votes count the tags given, not the ones added; surfaces without a letter and
+    one-character ones are never carried."""
+    if len(tags) != len(words) or any(len(t) != len(w) for t, w in zip(tags, words)):
+        raise PriorkitError("propagate: one tag per word of every sentence, please")
+    if window < -1 or not 0.0 <= share <= 1.0:
+        raise PriorkitError(f"propagate: window {window} (>= -1) and share {share} (0-1) out of range")
+    ents = [entities(t) for t in tags]
+    typed: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # surface -> (sentence, type) of its entities
+    for i, (es, ws) in enumerate(zip(ents, words)):
+        for t, s, e in es:
+            key = _surface(ws, s, e)
+            if len("".join(key)) > 1 and any(c.isalpha() for c in "".join(key)):
+                typed.setdefault(key, []).append((i, t))
+    if not typed:
+        return [list(t) for t in tags]
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for key in typed:
+        by_first.setdefault(key[0], []).append(key)
+    free: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # surface -> (sentence, start) left untagged
+    for i, (es, ws) in enumerate(zip(ents, words)):
+        taken = [False] * len(ws)
+        for _, s, e in es:
+            taken[s:e + 1] = [True] * (e + 1 - s)
+        low = [w.lower() for w in ws]
+        for j, w in enumerate(low):
+            for key in by_first.get(w, ()):
+                n = len(key)
+                if tuple(low[j:j + n]) == key and not any(taken[j:j + n]):
+                    free.setdefault(key, []).append((i, j))
+    added: list[list[Entity]] = [[] for _ in tags]
+    for key, spots in sorted(free.items(), key=lambda kv: -len(kv[0])):  # the longest surface first
+        for i, j in spots:
+            near = lambda k: window < 0 or abs(k - i) <= window  # noqa: E731
+            counts: dict[str, int] = {}
+            for k, t in typed[key]:
+                if near(k):
+                    counts[t] = counts.get(t, 0) + 1
+            if not counts:
+                continue
+            t = max(sorted(counts), key=counts.get)
+            untagged = sum(1 for k, _ in spots if near(k))
+            if counts[t] >= share * (counts[t] + untagged):
+                d = (t, j, j + len(key) - 1)
+                if not any(overlaps(d, x) for x in added[i]):
+                    added[i].append(d)
+    return [render(es + extra, len(t)) for es, extra, t in zip(ents, added, tags)]
+
+
 def dictionary_steps(tags: Sequence[Sequence[str]], sentence: Sequence[Sequence[str]], fragments: bool,
                      document: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
     """A post-hoc arm's steps after its merge or mix, sentence by sentence, in their order: the
@@ -162,7 +224,8 @@ def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> li
 
 #: fields added after the first merge arms: at these values they stay out of an arm's key, so that
 #: arms scored before them are not redone
-_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False, "document": None}
+_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False, "document": None,
+                 "propagate": None, "share": 0.5}
 
 
 def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split],
@@ -238,9 +301,8 @@ def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPl
     return tags
 
 
-def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
-                splits: dict[str, Split]) -> dict[str, list[list[str]]]:
-    """Each evaluated split's tags from the kept models of ``of`` and ``mix`` mixed word by word."""
+def _ensemble(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any]) -> Any:
+    """The kept models of ``of`` and ``mix`` as one ensemble, with the arm's decoding."""
     from ..inference import load_ensemble
     from .layout import MODEL_DIR
 
@@ -248,11 +310,44 @@ def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequen
         if not (d / MODEL_DIR / "config.json").exists():
             raise PriorkitError(f"post-hoc arm {name!r} mixes the saved models of {', '.join([arm.of, *arm.mix])}, and "
                                 f"{d} has none; set train.keep_model: true and train it again (--force)")
-    ens = load_ensemble([d / MODEL_DIR for d in dirs], arm.weights, decode=arm.decode or cfg.task.decode,
-                        o_bias=cfg.task.o_bias if arm.o_bias is None else arm.o_bias,
-                        max_length=cfg.model.max_length)
+    return load_ensemble([d / MODEL_DIR for d in dirs], arm.weights, decode=arm.decode or cfg.task.decode,
+                         o_bias=cfg.task.o_bias if arm.o_bias is None else arm.o_bias,
+                         max_length=cfg.model.max_length)
+
+
+def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
+                splits: dict[str, Split]) -> dict[str, list[list[str]]]:
+    """Each evaluated split's tags from the kept models of ``of`` and ``mix`` mixed word by word."""
+    ens = _ensemble(cfg, name, arm, dirs)
     return {split: [r["tags"] for r in ens.predict([list(e["words"]) for e in splits[split].examples])]
             for split in cfg.evaluate}
+
+
+def _context_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
+                  splits: dict[str, Split]) -> dict[str, list[list[str]]]:
+    """An arm with ``propagate``: the mixed models tag every sentence of each evaluated split in
+    order (before its ``sample``), the dictionary's steps follow (:func:`dictionary_steps`), the
+    model's finds are carried across the split (:func:`propagate`), and the sampled sentences' tags
+    are returned."""
+    from .data import document_context
+
+    ens = _ensemble(cfg, name, arm, dirs)
+    out = {}
+    for split in cfg.evaluate:
+        every, positions = document_context(getattr(cfg.data, split), cfg.where(f"data.{split}"))
+        examples = splits[split].examples
+        if len(positions) != len(examples) or any(every[p] != list(e["words"]) for p, e in zip(positions, examples)):
+            raise PriorkitError(f"post-hoc arm {name!r}: data.{split} no longer gives the sentences the runs were "
+                                "scored on; score them again (--force)")
+        tags = [r["tags"] for r in ens.predict(every)]
+        if arm.fragments or arm.document is not None:
+            sentence = dictionary_tags(arm, [{"words": w} for w in every])
+            document = (document_tags(arm, every, range(len(every)), arm.document)
+                        if arm.document is not None else None)
+            tags = dictionary_steps(tags, sentence, arm.fragments, document)
+        tags = propagate(tags, every, arm.propagate, arm.share)
+        out[split] = [tags[p] for p in positions]
+    return out
 
 
 def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[tuple[float, int]], *,
@@ -282,9 +377,12 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
-            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
-                    else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
-            if arm.fragments or arm.document is not None:
+            if arm.propagate is not None:  # the dictionary's steps included, on the whole split
+                tags = _context_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits)
+            else:
+                tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
+                        else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
+            if arm.propagate is None and (arm.fragments or arm.document is not None):
                 tags = {split: dictionary_steps(
                     ts, _dictionary(arm, plan, splits, split, matched), arm.fragments,
                     _document(cfg, arm, splits, split, matched) if arm.document is not None else None)
@@ -297,7 +395,8 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
             what = (f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}") + (
                 ", fragments joined" if arm.fragments else "") + (
-                f", document pass ({arm.document} sentences)" if arm.document is not None else "")
+                f", document pass ({arm.document} sentences)" if arm.document is not None else "") + (
+                f", finds carried {arm.propagate} sentences (share {arm.share:g})" if arm.propagate is not None else "")
             log(f"[{plan.label}] post-hoc {what}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 

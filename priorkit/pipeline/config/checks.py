@@ -175,6 +175,17 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
         if arm.document is not None and arm.calibrate is not None:
             raise fail(("document",), "the document pass reads the dictionary as it is; it cannot follow a "
                                       "calibration (calibrate): drop one of the two")
+        if arm.propagate is not None and (isinstance(arm.propagate, bool) or arm.propagate < -1):
+            raise fail(("propagate",), f"must be a number of sentences >= 0 (-1: the whole split), or null for "
+                                       f"off; got {arm.propagate!r}")
+        if arm.propagate is not None and not arm.mix:
+            raise fail(("propagate",), "carries the models' finds across the whole split, which only kept "
+                                       "models can tag: name the settings to mix in (mix)")
+        if arm.propagate is not None and arm.calibrate is not None:
+            raise fail(("propagate",), "tags the whole split with the dictionary as it is; it cannot follow a "
+                                       "calibration (calibrate): drop one of the two")
+        if isinstance(arm.share, bool) or not isinstance(arm.share, (int, float)) or not 0 <= arm.share <= 1:
+            raise fail(("share",), f"must be a number from 0 to 1, got {arm.share!r}")
         from ...plugins import list_providers
 
         known = [e.name for e in list_providers()]

@@ -252,6 +252,13 @@ class PosthocConfig:
     #: sentence recognised in the next ``document`` sentences (-1: to the end); its entities that the
     #: sentence-by-sentence matches lack are added where the model predicted no entity. null: off.
     document: int | None = None
+    #: last: the model's own entities carried to their untagged repeats within ``propagate`` sentences
+    #: before or after (-1: the whole split), when those tagged so make up at least ``share`` of the
+    #: surface's tagged and untagged occurrences there (:func:`priorkit.pipeline.posthoc.propagate`).
+    #: Needs ``mix``: the kept models tag the whole split in order, the sampled sentences' context
+    #: included. null: off.
+    propagate: int | None = None
+    share: float = 0.5
 
 
 @dataclasses.dataclass
