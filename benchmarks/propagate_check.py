@@ -5,7 +5,7 @@ dictionary's join and its document pass follow as in a post-hoc arm; then each (
 carries the tagged surfaces to their untagged repeats, and the sample is scored.
 
     python benchmarks/propagate_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 0.6,0.4]
-        [--o-bias 1] [--join] [--document 20] [--propagate 0 5 20 -1] [--share 0 0.5]
+        [--o-bias 1] [--join] [--document 20 [--document-columns-only]] [--propagate 0 5 20 -1] [--share 0 0.5]
         [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv] [--set FIELD=VALUE ...]
 
 ``--propagate 0``: the row without propagation (the post-hoc arm as it is; a window of 0 would
@@ -40,6 +40,8 @@ def main() -> None:
     ap.add_argument("--decode", default="viterbi")
     ap.add_argument("--join", action="store_true", help="the dictionary joins the entities the model split")
     ap.add_argument("--document", type=int, default=None, help="the dictionary's document pass, N sentences")
+    ap.add_argument("--document-columns-only", action="store_true",
+                    help="with --document: only the columns against the document-level dictionary, no pass")
     ap.add_argument("--propagate", nargs="+", type=int, default=[0, 20])
     ap.add_argument("--share", nargs="+", type=float, default=[0.5])
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
@@ -75,7 +77,8 @@ def main() -> None:
             for bias in args.biases:
                 decoded = [decode_tags(m, labels, args.decode, bias) + ["O"] * (len(x) - len(m))
                            for m, x in zip(mixed, every)]
-                steps = dictionary_steps(decoded, dictionary, args.join, document) if (args.join or document) \
+                passed = None if args.document_columns_only else document
+                steps = dictionary_steps(decoded, dictionary, args.join, passed) if (args.join or passed) \
                     else decoded
                 for window in args.propagate:
                     for share in args.share if window else [None]:
@@ -86,7 +89,8 @@ def main() -> None:
                         right = sum(len(n & set(entities(g))) for n, g in zip(new, gold))
                         row = {"arm": args.name, "seed": seed.group(1) if seed else "", "split": split,
                                "weights": "/".join(f"{x:g}" for x in w), "o_bias": bias,
-                               "join": int(args.join), "document": "" if args.document is None else args.document,
+                               "join": int(args.join), "document": "" if args.document is None else (
+                                   "columns" if args.document_columns_only else args.document),
                                "propagate": window, "share": "" if share is None else share,
                                **scores(sample, gold, sample_dict),
                                **(document_columns(sample, gold, sample_doc) if sample_doc is not None else {}),

@@ -141,6 +141,30 @@ def test_document_context_gives_the_sampled_sentences_their_neighbours(tmp_path)
     assert document_context(whole)[1] == list(range(18))
 
 
+def test_an_arm_reading_the_whole_split_is_redone_when_an_unsampled_sentence_changes(tmp_path):
+    from priorkit.pipeline.config import PosthocConfig
+    from priorkit.pipeline.data import document_context, load_data
+    from priorkit.pipeline.posthoc import _key
+
+    path = _conll(tmp_path / "test.conll", 3)  # 18 sentences, 5 sampled
+    text = NER.replace("  eval: {source: bc5cdr, split: devel}\n",
+                       f"  test: {{path: {path}, format: conll, sample: 5, sample_seed: 3}}\n")
+    (tmp_path / "p.yaml").write_text(text.replace("  posthoc:\n", "  split: test\n") + "evaluate: [test]\n")
+    cfg = load_config(tmp_path / "p.yaml")
+    splits = load_data(cfg)
+    plain, reading = PosthocConfig(), PosthocConfig(document=2)
+    before = (_key(cfg, plain, {}, splits), _key(cfg, reading, {}, splits))
+    blocks = path.read_text().split("\n\n")
+    positions = set(document_context(cfg.data.test)[1])
+    other = next(i for i in range(18) if i not in positions)
+    blocks[other] = "Indeed\tO\n" + blocks[other]  # one more word in a sentence the sample leaves out
+    path.write_text("\n\n".join(blocks))
+    after_splits = load_data(cfg)
+    assert after_splits["test"].digest == splits["test"].digest  # the sample itself is unchanged
+    assert _key(cfg, plain, {}, after_splits) == before[0]
+    assert _key(cfg, reading, {}, after_splits) != before[1]
+
+
 def test_fragments_stay_out_of_the_key_of_arms_made_before_it():
     from priorkit.pipeline.config import PosthocConfig
     from priorkit.pipeline.posthoc import _NEW_DEFAULTS

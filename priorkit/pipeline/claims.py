@@ -35,7 +35,8 @@ teacher), ``outside-split`` (recall outside the dictionary: other bounds / no ma
 ``round9-test`` / ``join-screening`` (three students; the dictionary joining split entities) and
 ``document-frontier`` / ``document-test`` / ``document-strict`` / ``document-weak`` (the dictionary
 read as a document;
-:mod:`.claims_outside`).
+:mod:`.claims_outside`), and ``retrain-check`` / ``carry-devel`` / ``carry-test`` (the recipe
+retrained; the model's own finds carried across the split; :mod:`.claims_carry`).
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ import statistics as st
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import claims_carry as carry
 from . import claims_decoding as decoding
 from . import claims_knowledge as knowledge
 from . import claims_mix as mix
@@ -264,6 +266,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "join-screening": outside.join_screening, "document-frontier": outside.document_frontier,
     "document-test": outside.document_test, "document-strict": outside.document_strict,
     "document-weak": outside.document_weak,
+    "retrain-check": carry.retrain_check, "carry-devel": carry.carry_devel, "carry-test": carry.carry_test,
 }
 
 

@@ -233,6 +233,11 @@ def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, 
     settings = {k: v for k, v in dataclasses.asdict(arm).items()
                 if not (k in _NEW_DEFAULTS and v == _NEW_DEFAULTS[k])}
     key = {"base": base.get("eval_key"), "arm": settings, "splits": {s: splits[s].digest for s in cfg.evaluate}}
+    if arm.document is not None or arm.propagate is not None:  # these read the whole split, not only the sample
+        from .data import document_context
+
+        key["context"] = {s: digest(document_context(getattr(cfg.data, s), cfg.where(f"data.{s}"))[0])
+                          for s in cfg.evaluate}
     if mixed:
         key["mixed"] = [m.get("eval_key") for m in mixed]
         key["decoding"] = [cfg.task.decode, cfg.task.o_bias]
