@@ -265,13 +265,22 @@ def split_document_tags(cfg: PipelineConfig, arm: PosthocConfig, split: str, wor
     """:func:`document_tags` of the sentences ``words`` of ``cfg``'s split ``split`` ("eval" /
     "test"): the whole split read in order (before its ``sample``), these sentences kept.  Raises
     when the split no longer gives these sentences."""
+    every, positions = split_context(cfg, split, words, "post-hoc document pass")
+    return document_tags(arm, every, positions, window)
+
+
+def split_context(cfg: PipelineConfig, split: str, words: Sequence[Sequence[str]],
+                  who: str) -> tuple[list[list[str]], list[int]]:
+    """Every sentence of ``cfg``'s split ``split`` in order (before its ``sample``) and the position
+    there of each of ``words`` (the sampled sentences); raises, naming ``who``, when the split no
+    longer gives these sentences."""
     from .data import document_context
 
     every, positions = document_context(getattr(cfg.data, split), cfg.where(f"data.{split}"))
     if len(positions) != len(words) or any(every[p] != list(w) for p, w in zip(positions, words)):
-        raise PriorkitError(f"post-hoc document pass: data.{split} no longer gives the sentences the runs were "
+        raise PriorkitError(f"{who}: data.{split} no longer gives the sentences the runs were "
                             "scored on; score them again (--force)")
-    return document_tags(arm, every, positions, window)
+    return every, positions
 
 
 def _document(cfg: PipelineConfig, arm: PosthocConfig, splits: dict[str, Split], split: str,
@@ -334,16 +343,11 @@ def _context_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequ
     order (before its ``sample``), the dictionary's steps follow (:func:`dictionary_steps`), the
     model's finds are carried across the split (:func:`propagate`), and the sampled sentences' tags
     are returned."""
-    from .data import document_context
-
     ens = _ensemble(cfg, name, arm, dirs)
     out = {}
     for split in cfg.evaluate:
-        every, positions = document_context(getattr(cfg.data, split), cfg.where(f"data.{split}"))
-        examples = splits[split].examples
-        if len(positions) != len(examples) or any(every[p] != list(e["words"]) for p, e in zip(positions, examples)):
-            raise PriorkitError(f"post-hoc arm {name!r}: data.{split} no longer gives the sentences the runs were "
-                                "scored on; score them again (--force)")
+        every, positions = split_context(cfg, split, [e["words"] for e in splits[split].examples],
+                                         f"post-hoc arm {name!r}")
         tags = [r["tags"] for r in ens.predict(every)]
         if arm.fragments or arm.document is not None:
             sentence = dictionary_tags(arm, [{"words": w} for w in every])
