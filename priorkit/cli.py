@@ -124,9 +124,31 @@ def _fail(message: str, verbose: int) -> None:
     click.secho(f"error: {message}", fg="red", err=True)
 
 
+def _keep_interrupts_from_finalisers() -> None:
+    """A Ctrl-C that lands while a finaliser (``__del__``) runs is printed as
+    "Exception ignored" and lost: the command would run on to the end.  Deliver
+    it again to the main thread instead, where ``main`` turns it into exit 130.
+    (From a timer thread: delivered inside the hook, it would be lost again.)"""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            import _thread
+            import threading
+
+            timer = threading.Timer(0.05, _thread.interrupt_main)  # after the hook has returned
+            timer.daemon = True
+            timer.start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = _verbosity(argv)
+    _keep_interrupts_from_finalisers()
     try:
         _install_plugin_commands(argv)
         cli.main(args=argv, prog_name="priorkit", standalone_mode=False)

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -69,6 +70,28 @@ def test_ctrl_c_exits_130(tmp_path):
     # ended by the signal (-2 here; a shell shows 130 for both). Either way: that one line, no traceback.
     assert proc.returncode in (130, -signal.SIGINT), err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted"
+
+
+def test_ctrl_c_landing_in_a_finaliser_is_not_lost():
+    # seen in CI: the SIGINT arrived while a regex object's __del__ ran; Python printed "Exception ignored"
+    # and the command ran on to exit 0. The CLI hands such an interrupt back to the main thread.
+    script = textwrap.dedent("""
+        import time
+        import priorkit.cli as cli
+        cli._keep_interrupts_from_finalisers()
+        class Finaliser:
+            def __del__(self):
+                raise KeyboardInterrupt
+        try:
+            Finaliser()
+            time.sleep(5)
+            print("lost")
+        except KeyboardInterrupt:
+            print("delivered")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "delivered", result.stdout + result.stderr
+    assert "Exception ignored" not in result.stderr
 
 
 def test_quiet_keeps_results_and_drops_notices(tmp_path):
