@@ -6,12 +6,14 @@ carries the tagged surfaces to their untagged repeats, and the sample is scored.
 
     python benchmarks/propagate_check.py PIPELINE RUN [RUN ...] [--with RUN ...] [--weights 0.6,0.4]
         [--o-bias 1] [--join] [--document 20 [--document-columns-only]] [--propagate 0 5 20 -1] [--share 0 0.5]
-        [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv] [--set FIELD=VALUE ...]
+        [--min-prob 0 0.1] [--splits eval test] [--cache DIR] [--out docs/results/NAME.csv] [--set FIELD=VALUE ...]
 
 ``--propagate 0``: the row without propagation (the post-hoc arm as it is; a window of 0 would
 carry nothing across sentences, only within one).  Rows: decode_check's columns, the columns
 against the document-level dictionary when ``--document`` is given, and ``added`` /
 ``added_right``: the entities propagation added on the sample and how many of them are gold.
+``--min-prob``: carry an occurrence only where the (mixed) model gave the carried type at least
+this probability on average over its words (the softmax of the mixed word scores).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ def main() -> None:
                     help="with --document: only the columns against the document-level dictionary, no pass")
     ap.add_argument("--propagate", nargs="+", type=int, default=[0, 20])
     ap.add_argument("--share", nargs="+", type=float, default=[0.5])
+    ap.add_argument("--min-prob", dest="min_probs", nargs="+", type=float, default=[0.0])
     ap.add_argument("--splits", nargs="+", default=["eval", "test"])
     ap.add_argument("--name", default="")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE")
@@ -73,6 +76,7 @@ def main() -> None:
             if groups:
                 others = [word_log_probs(g[i], f"{split}-context", context, args.cache)[0] for g in groups]
                 mixed = [sum(x * m for x, m in zip(w, ms)) for ms in zip(a, *others)]
+            probs = [_softmax(m) for m in mixed]
             seed = re.search(r"seed(\d+)", str(run))
             for bias in args.biases:
                 decoded = [decode_tags(m, labels, args.decode, bias) + ["O"] * (len(x) - len(m))
@@ -80,26 +84,34 @@ def main() -> None:
                 passed = None if args.document_columns_only else document
                 steps = dictionary_steps(decoded, dictionary, args.join, passed) if (args.join or passed) \
                     else decoded
-                for window in args.propagate:
-                    for share in args.share if window else [None]:
-                        tags = propagate(steps, every, window, share) if window else steps
-                        sample = [tags[p] for p in positions]
-                        before = [set(entities(steps[p])) for p in positions]
-                        new = [set(entities(t)) - b for t, b in zip(sample, before)]
-                        right = sum(len(n & set(entities(g))) for n, g in zip(new, gold))
-                        row = {"arm": args.name, "seed": seed.group(1) if seed else "", "split": split,
-                               "weights": "/".join(f"{x:g}" for x in w), "o_bias": bias,
-                               "join": int(args.join), "document": "" if args.document is None else (
-                                   "columns" if args.document_columns_only else args.document),
-                               "propagate": window, "share": "" if share is None else share,
-                               **scores(sample, gold, sample_dict),
-                               **(document_columns(sample, gold, sample_doc) if sample_doc is not None else {}),
-                               "added": sum(len(n) for n in new), "added_right": right, "model": str(run)}
-                        rows.append(row)
-                        print(" ".join(f"{k}={v}" for k, v in row.items() if k != "model"), flush=True)
+                for window, share, floor in [(0, None, None)] * (0 in args.propagate) + [
+                    (n, x, f) for n in args.propagate if n for x in args.share for f in args.min_probs]:
+                    tags = propagate(steps, every, window, share, probs=probs, labels=labels,
+                                     min_prob=floor) if window else steps
+                    sample = [tags[p] for p in positions]
+                    before = [set(entities(steps[p])) for p in positions]
+                    new = [set(entities(t)) - b for t, b in zip(sample, before)]
+                    right = sum(len(n & set(entities(g))) for n, g in zip(new, gold))
+                    row = {"arm": args.name, "seed": seed.group(1) if seed else "", "split": split,
+                           "weights": "/".join(f"{x:g}" for x in w), "o_bias": bias,
+                           "join": int(args.join), "document": "" if args.document is None else (
+                               "columns" if args.document_columns_only else args.document),
+                           "propagate": window, "share": "" if share is None else share,
+                           "min_prob": "" if floor is None else floor,
+                           **scores(sample, gold, sample_dict),
+                           **(document_columns(sample, gold, sample_doc) if sample_doc is not None else {}),
+                           "added": sum(len(n) for n in new), "added_right": right, "model": str(run)}
+                    rows.append(row)
+                    print(" ".join(f"{k}={v}" for k, v in row.items() if k != "model"), flush=True)
     if args.out:
         write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    z = np.asarray(scores, dtype=np.float64)
+    z = np.exp(z - z.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
 
 
 if __name__ == "__main__":

@@ -456,3 +456,54 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     # a second call merges nothing again
     again = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)
     assert again.exit_code == 0 and "post-hoc: skipped (metrics.json is up to date)" in again.output
+
+
+def test_propagate_with_the_models_probabilities_carries_only_where_the_model_half_agrees():
+    import numpy as np
+
+    labels = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    words = [s.split() for s in ("PTH levels rose", "the PTH fell", "PTH again")]
+    tags = [["B-Chemical", "O", "O"], ["O"] * 3, ["O"] * 2]
+
+    def probs(chem_at_repeat_1, chem_at_repeat_2):
+        rows = []
+        for ws, at in zip(words, (None, (1, chem_at_repeat_1), (0, chem_at_repeat_2))):
+            p = np.tile([1.0, 0, 0, 0, 0], (len(ws), 1))
+            if at is not None:
+                j, c = at
+                p[j] = [1 - c, c * 0.75, c * 0.25, 0, 0]  # B- and I- of the type count together
+            rows.append(p)
+        rows[0][0] = [0.05, 0.95, 0, 0, 0]
+        return rows
+
+    plain = propagate(tags, words, -1, 0.0)
+    assert plain[1] == ["O", "B-Chemical", "O"] and plain[2] == ["B-Chemical", "O"]
+    # the model gave Chemical 0.3 at the first repeat and 0.02 at the second: with min_prob 0.1 only the first
+    gated = propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.02), labels=labels, min_prob=0.1)
+    assert gated[1] == ["O", "B-Chemical", "O"] and gated[2] == ["O", "O"]
+    # min_prob 0 with probabilities: the same as without them
+    assert propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.02), labels=labels, min_prob=0.0) == plain
+    # a multi-word surface: the mean over its words counts
+    two = [s.split() for s in ("renal failure seen", "then renal failure")]
+    found = [["B-Disease", "I-Disease", "O"], ["O"] * 3]
+    p2 = [np.tile([1.0, 0, 0, 0, 0], (3, 1)), np.array([[1.0, 0, 0, 0, 0], [0.5, 0, 0, 0.5, 0], [0.9, 0, 0, 0, 0.1]])]
+    assert propagate(found, two, -1, 0.0, probs=p2, labels=labels, min_prob=0.3)[1] == ["O", "B-Disease", "I-Disease"]
+    assert propagate(found, two, -1, 0.0, probs=p2, labels=labels, min_prob=0.31)[1] == ["O"] * 3
+    # a truncated sentence (fewer rows than words): the words past its end count as 0
+    short = probs(0.3, 0.3)
+    short[1] = short[1][:1]
+    assert propagate(tags, words, -1, 0.0, probs=short, labels=labels, min_prob=0.1)[1] == ["O"] * 3
+    with pytest.raises(Exception, match="needs the model's word probabilities"):
+        propagate(tags, words, -1, 0.0, min_prob=0.1)
+    with pytest.raises(Exception, match="without their labels"):
+        propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.3), min_prob=0.1)
+    narrow = probs(0.3, 0.3)
+    narrow[1] = narrow[1][:, :3]
+    with pytest.raises(Exception, match=r"sentence 1: probabilities of shape \(3, 3\)"):
+        propagate(tags, words, -1, 0.0, probs=narrow, labels=labels, min_prob=0.1)
+    nan = probs(0.3, 0.3)
+    nan[2][0, 0] = np.nan
+    with pytest.raises(Exception, match="sentence 2: probabilities must be finite"):
+        propagate(tags, words, -1, 0.0, probs=nan, labels=labels, min_prob=0.1)
+    with pytest.raises(Exception, match="min_prob 1.5 out of range"):
+        propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.3), labels=labels, min_prob=1.5)

@@ -36,7 +36,9 @@ teacher), ``outside-split`` (recall outside the dictionary: other bounds / no ma
 ``document-frontier`` / ``document-test`` / ``document-strict`` / ``document-weak`` (the dictionary
 read as a document;
 :mod:`.claims_outside`), and ``retrain-check`` / ``carry-devel`` / ``carry-test`` (the recipe
-retrained; the model's own finds carried across the split; :mod:`.claims_carry`).
+retrained; the model's own finds carried across the split; :mod:`.claims_carry`), ``gate-devel`` /
+``gate-test`` (the same, where the mix half agrees) and ``doc-curve`` / ``doc-curve-deltas`` (the recipe
+with the document pass at 1%, 10% and 100%; :mod:`.claims_carry`).
 """
 from __future__ import annotations
 
@@ -267,6 +269,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "document-test": outside.document_test, "document-strict": outside.document_strict,
     "document-weak": outside.document_weak,
     "retrain-check": carry.retrain_check, "carry-devel": carry.carry_devel, "carry-test": carry.carry_test,
+    "gate-devel": carry.gate_devel, "gate-test": carry.gate_test,
 }
 
 

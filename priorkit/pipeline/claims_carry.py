@@ -7,27 +7,44 @@ model's own finds carried across the split (post-hoc ``propagate``), scored by
 * ``carry-devel``: every (window, share) on the devel sample, 5 seeds, and the round's rule
   (the best mean devel F1; adopted only when ahead of no propagation on 4 of 5 seeds);
 * ``carry-test``: no knowledge, the recipe with the document pass and the rule's choice on the
-  test sample, paired by seed, recall inside and outside by both definitions.
+  test sample, paired by seed, recall inside and outside by both definitions;
+* ``gate-devel`` / ``gate-test`` (round 11): the same carrying, only where the mix itself gives the
+  carried type at least ``min_prob`` (``bc5cdr-carry-gate.csv``), on devel and on test;
+* ``doc-curve`` / ``doc-curve-deltas`` (round 11): the recipe with the document pass at 1%, 10% and
+  100% gold, from the sweeps' own reports of ``pipelines/bc5cdr-mix.yaml`` at each fraction.
 
 Registered in :data:`priorkit.pipeline.claims.BLOCKS`.
 """
 from __future__ import annotations
 
+import statistics as st
+
 from .claims_decoding import FRACTION, _mean
-from .claims_tables import Results, Scores, _ci, _mean_sd, _table
+from .claims_knowledge import KNOW_BRANCH
+from .claims_tables import Results, Scores, _ci, _mean_sd, _pct, _table, deltas_markdown
 
 CARRY = "bc5cdr-carry.csv"  # propagate_check rows: recipe-doc (grid) and none (reference), eval + test
 ROUND9 = "bc5cdr-knowledge-document.csv"  # round 9's decode_check rows (models lost since, retrained here)
 RECIPE, NONE = "recipe-doc", "none"
 
 
+GATE = "bc5cdr-carry-gate.csv"  # propagate_check rows with --min-prob (round 11), eval + test
+#: the sweeps' reports of pipelines/bc5cdr-mix.yaml at 1%, 10% (the retrained recipe) and 100%
+DOC_CURVE = {0.01: "bc5cdr-mix-1pct-results", 0.1: "bc5cdr-mix-retrain-results", 1.0: "bc5cdr-mix-100pct-results"}
+DICTIONARY_ALONE = "dictionary alone"
+
+
 def _label(row: dict) -> str:
-    return "no propagation" if row["propagate"] == "0" else f"propagate {row['propagate']}, share {row['share']}"
+    if row["propagate"] == "0":
+        return "no propagation"
+    gate = row.get("min_prob") or "0"
+    return f"propagate {row['propagate']}, share {row['share']}" + (
+        f", min_prob {gate}" if float(gate) > 0 else "")
 
 
-def _cells(res: Results, arm: str, split: str) -> dict[str, list[dict]]:
+def _cells(res: Results, arm: str, split: str, name: str = CARRY) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
-    for r in res.csv(CARRY):
+    for r in res.csv(name):
         if r["arm"] == arm and r["split"] == split:
             out.setdefault(_label(r), []).append(r)
     return out
@@ -37,10 +54,12 @@ def _scores(cells: dict[str, list[dict]], key: str = "f1") -> Scores:
     return {(k, FRACTION): {int(r["seed"]): float(r[key]) for r in rows} for k, rows in cells.items()}
 
 
-def choice(res: Results) -> tuple[str, bool]:
-    """The rule's choice on devel and whether it is adopted (ahead of no propagation on >= 4 of 5 seeds)."""
-    cells = _cells(res, RECIPE, "eval")
-    best = max((k for k in cells if k != "no propagation"), key=lambda k: _mean(cells[k], "f1"))
+def choice(res: Results, name: str = CARRY) -> tuple[str, bool]:
+    """The rule's choice on devel and whether it is adopted (ahead of no propagation on >= 4 of 5 seeds);
+    in the gate's file, among the gated settings only."""
+    cells = _cells(res, RECIPE, "eval", name)
+    best = max((k for k in cells if k != "no propagation" and (name == CARRY or "min_prob" in k)),
+               key=lambda k: _mean(cells[k], "f1"))
     base = {r["seed"]: float(r["f1"]) for r in cells["no propagation"]}
     ahead = sum(float(r["f1"]) > base[r["seed"]] for r in cells[best])
     return best, ahead >= 4
@@ -104,3 +123,85 @@ def retrain_check(res: Results) -> str:
                   f"{sum(new[s] for s in seeds) / len(seeds):.2f}",
                   f"{sum(new[s] - old[s] for s in seeds) / len(seeds):+.2f}"])
     return _table(["seed", "round 9 (test F1)", "retrained (test F1)", "difference"], lines)
+
+
+# ---- round 11: carrying only where the mix half agrees --------------------------------------
+def gate_devel(res: Results) -> str:
+    """The gated grid on the devel sample (5 seeds), best first, beside the ungated rows and no
+    propagation: F1, the paired gain, recall outside by both definitions, entities added (right)."""
+    cells = _cells(res, RECIPE, "eval", GATE)
+    scores = _scores(cells)
+    head = ["setting (devel, 5 seeds)", "F1", "− no propagation [95% CI], ahead", "recall outside (sentence-level)",
+            "recall outside (document-level)", "added a seed (right)"]
+    order = sorted(cells, key=lambda k: -_mean(cells[k], "f1"))
+    lines = [[k, _mean_sd([float(r["f1"]) for r in cells[k]]),
+              "-" if k == "no propagation" else _ci(scores, k, "no propagation", FRACTION),
+              f"{_mean(cells[k], 'recall_other'):.1f}", f"{_mean(cells[k], 'recall_other_doc'):.1f}",
+              "-" if k == "no propagation" else _added(cells[k])] for k in order]
+    best, adopted = choice(res, GATE)
+    return _table(head, lines) + (
+        f"\nThe rule's choice among the gated settings: {best} ({_mean(cells[best], 'f1'):.2f} on devel); "
+        + ("adopted.\n" if adopted else "not adopted (ahead of no propagation on fewer than 4 of 5 seeds).\n"))
+
+
+def gate_test(res: Results) -> str:
+    """Test, 5 seeds, read once: the recipe with the document pass, the same carried ungated and gated
+    (the devel choice), paired by seed."""
+    best, adopted = choice(res, GATE)
+    cells = _cells(res, RECIPE, "test", GATE)
+    ungated = best.rsplit(", min_prob", 1)[0]
+    base = "no propagation"
+    picks = {base: cells[base], ungated: cells[ungated],
+             f"{best} (the rule's choice{'' if adopted else ', not adopted'})": cells[best]}
+    scores = _scores(picks)
+    head = ["recipe + document pass (test, 5 seeds)", "F1", "− no propagation [95% CI], ahead", "recall inside",
+            "recall outside (sentence-level)", "recall outside (document-level)", "added a seed (right)"]
+    lines = [[k, _mean_sd([float(r["f1"]) for r in rows]), "-" if k == base else _ci(scores, k, base, FRACTION),
+              f"{_mean(rows, 'recall_dict'):.1f}", f"{_mean(rows, 'recall_other'):.1f}",
+              f"{_mean(rows, 'recall_other_doc'):.1f}", "-" if k == base else _added(rows)]
+             for k, rows in picks.items()]
+    return _table(head, lines)
+
+
+# ---- round 11: the recipe with the document pass across the curve ---------------------------
+def _doc_curve(res: Results) -> tuple[Scores, dict[tuple[str, float], list[dict]]]:
+    """Test F1 by (arm, fraction): none and features from the curve's runs (argmax), the mix and the
+    mix with the document pass from the sweeps of pipelines/bc5cdr-mix.yaml; and their
+    inside/outside rows (the sweeps' -dictionary files)."""
+    s: Scores = {k: v for k, v in res.scores(KNOW_BRANCH).items() if k[0] in ("none", "features")}
+    rows: dict[tuple[str, float], list[dict]] = {}
+    for f, stem in DOC_CURVE.items():
+        for arm, v in res.scores(f"{stem}.csv").items():
+            if arm[0] in ("st-mix", "st-mix-doc"):
+                s[(arm[0], f)] = v
+        for r in res.csv(f"{stem}-dictionary.csv"):
+            rows.setdefault((r["prior"], f), []).append(r)
+    return s, rows
+
+
+def doc_curve(res: Results) -> str:
+    """The recipe with the document pass at 1%, 10% and 100% gold: test F1 (mean (sd, seeds)) beside
+    none, features and the mix without the pass; the dictionary alone; recall inside and outside
+    (sentence-level and document-level dictionary) of the recipe, and none's recall outside."""
+    from .claims_mix import _none_outside
+
+    s, rows = _doc_curve(res)
+    out = []
+    for f in sorted(DOC_CURVE):
+        doc = rows[("st-mix-doc", f)]
+        none_out = _none_outside(res, f, set(s[("st-mix-doc", f)]))
+        dictionary = rows.get((DICTIONARY_ALONE, f)) or []
+        out.append([_pct(f), *(_mean_sd(list(s.get((a, f), {}).values())) for a in ("none", "features", "st-mix")),
+                    f"**{_mean_sd(list(s[('st-mix-doc', f)].values()))}**",
+                    f"{_mean(dictionary, 'f1'):.2f}" if dictionary else "-",
+                    f"{_mean(doc, 'recall_dict'):.1f}", f"{_mean(doc, 'recall_other'):.1f}",
+                    f"{_mean(doc, 'recall_other_doc'):.1f}", f"{st.mean(none_out):.1f}" if none_out else "-"])
+    return _table(["gold", "none", "features", "recipe (mix)", "recipe + document pass", "dictionary alone",
+                   "recipe + pass: recall inside", "outside (sentence-level)", "outside (document-level)",
+                   "none: recall outside"], out)
+
+
+def doc_curve_deltas(res: Results) -> str:
+    """The recipe with the document pass paired by seed against the mix, none and features."""
+    s, _ = _doc_curve(res)
+    return deltas_markdown(s, [("st-mix-doc", "st-mix"), ("st-mix-doc", "none"), ("st-mix-doc", "features")])

@@ -117,7 +117,8 @@ def _surface(words: Sequence[str], s: int, e: int) -> tuple[str, ...]:
 
 
 def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], window: int,
-              share: float = 0.5) -> list[list[str]]:
+              share: float = 0.5, *, probs: Sequence[Any] | None = None, labels: Sequence[str] | None = None,
+              min_prob: float = 0.0) -> list[list[str]]:
     """The tags of a document's sentences (in order), plus each entity carried to the same words
     (case folded) elsewhere within ``window`` sentences before or after (-1: the whole document),
     where no entity overlaps them: the model's own finds made consistent across a document
@@ -127,11 +128,22 @@ def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], win
     when the occurrences tagged so make up at least ``share`` of that surface's occurrences there
     that are tagged so or left untagged (the untagged one included; 0: one tagged occurrence
     suffices).  Votes count the tags given, not the ones added; surfaces without a letter and
-    one-character ones are never carried."""
+    one-character ones are never carried.
+
+    With ``probs`` (per sentence, the model's word probabilities over ``labels``: one row a word,
+    rows past a truncated sentence's end count as 0) an occurrence is carried only where the model
+    itself gave the carried type at least ``min_prob`` on average over its words (``B-`` and ``I-``
+    of that type together): a second opinion at the very place, so that a surface tagged by
+    mistake elsewhere does not spread where the model saw nothing of it."""
     if len(tags) != len(words) or any(len(t) != len(w) for t, w in zip(tags, words)):
         raise PriorkitError("propagate: one tag per word of every sentence, please")
     if window < -1 or not 0.0 <= share <= 1.0:
         raise PriorkitError(f"propagate: window {window} (>= -1) and share {share} (0-1) out of range")
+    if not 0.0 <= min_prob <= 1.0:
+        raise PriorkitError(f"propagate: min_prob {min_prob} out of range (0-1)")
+    type_prob = _type_probabilities(probs, labels, words) if probs is not None else None
+    if type_prob is None and min_prob > 0:
+        raise PriorkitError(f"propagate: min_prob {min_prob} needs the model's word probabilities (probs, labels)")
     ents = [entities(t) for t in tags]
     typed: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # surface -> (sentence, type) of its entities
     for i, (es, ws) in enumerate(zip(ents, words)):
@@ -168,10 +180,36 @@ def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], win
             t = max(sorted(counts), key=counts.get)
             untagged = sum(1 for k, _ in spots if near(k))
             if counts[t] >= share * (counts[t] + untagged):
+                if type_prob is not None and float(type_prob[i][t][j:j + len(key)].mean()) < min_prob:
+                    continue
                 d = (t, j, j + len(key) - 1)
                 if not any(overlaps(d, x) for x in added[i]):
                     added[i].append(d)
     return [render(es + extra, len(t)) for es, extra, t in zip(ents, added, tags)]
+
+
+def _type_probabilities(probs: Sequence[Any], labels: Sequence[str] | None,
+                        words: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Per sentence, per entity type: each word's probability of ``B-type`` plus ``I-type``."""
+    import numpy as np
+
+    if labels is None:
+        raise PriorkitError("propagate: probs given without their labels (the tag of each column)")
+    if len(probs) != len(words):
+        raise PriorkitError(f"propagate: probabilities for {len(probs)} sentences, {len(words)} sentences given")
+    types = sorted({lab[2:] for lab in labels if lab[:2] in ("B-", "I-")})
+    out = []
+    for i, (p, ws) in enumerate(zip(probs, words)):
+        p = np.asarray(p, dtype=np.float64)
+        if p.ndim != 2 or p.shape[1] != len(labels) or p.shape[0] > len(ws):
+            raise PriorkitError(f"propagate: sentence {i}: probabilities of shape {p.shape}, expected at most "
+                                f"{len(ws)} rows of {len(labels)} labels")
+        if not np.isfinite(p).all() or (p < 0).any():
+            raise PriorkitError(f"propagate: sentence {i}: probabilities must be finite and >= 0")
+        full = np.zeros((len(ws), len(labels)))
+        full[: p.shape[0]] = p
+        out.append({t: sum(full[:, k] for k, lab in enumerate(labels) if lab in (f"B-{t}", f"I-{t}")) for t in types})
+    return out
 
 
 def dictionary_steps(tags: Sequence[Sequence[str]], sentence: Sequence[Sequence[str]], fragments: bool,
