@@ -130,6 +130,8 @@ def _keep_interrupts_from_finalisers() -> None:
     it again to the main thread instead, where ``main`` turns it into exit 130.
     (From a timer thread: delivered inside the hook, it would be lost again.)"""
     previous = sys.unraisablehook
+    if getattr(previous, "priorkit_reinterrupts", False):  # main() called again in one process
+        return
 
     def hook(unraisable):
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
@@ -142,6 +144,7 @@ def _keep_interrupts_from_finalisers() -> None:
             return
         previous(unraisable)
 
+    hook.priorkit_reinterrupts = True
     sys.unraisablehook = hook
 
 

@@ -76,9 +76,13 @@ def test_ctrl_c_landing_in_a_finaliser_is_not_lost():
     # seen in CI: the SIGINT arrived while a regex object's __del__ ran; Python printed "Exception ignored"
     # and the command ran on to exit 0. The CLI hands such an interrupt back to the main thread.
     script = textwrap.dedent("""
+        import sys
         import time
         import priorkit.cli as cli
         cli._keep_interrupts_from_finalisers()
+        hook = sys.unraisablehook
+        cli._keep_interrupts_from_finalisers()  # once per process, however often main() runs
+        assert sys.unraisablehook is hook
         class Finaliser:
             def __del__(self):
                 raise KeyboardInterrupt

@@ -204,4 +204,5 @@ def doc_curve(res: Results) -> str:
 def doc_curve_deltas(res: Results) -> str:
     """The recipe with the document pass paired by seed against the mix, none and features."""
     s, _ = _doc_curve(res)
+    s = {k: v for k, v in s.items() if k[1] in DOC_CURVE}
     return deltas_markdown(s, [("st-mix-doc", "st-mix"), ("st-mix-doc", "none"), ("st-mix-doc", "features")])
