@@ -270,6 +270,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "document-weak": outside.document_weak,
     "retrain-check": carry.retrain_check, "carry-devel": carry.carry_devel, "carry-test": carry.carry_test,
     "gate-devel": carry.gate_devel, "gate-test": carry.gate_test,
+    "doc-curve": carry.doc_curve, "doc-curve-deltas": carry.doc_curve_deltas,
 }
 
 
