@@ -505,5 +505,8 @@ def test_propagate_with_the_models_probabilities_carries_only_where_the_model_ha
     nan[2][0, 0] = np.nan
     with pytest.raises(Exception, match="sentence 2: probabilities must be finite"):
         propagate(tags, words, -1, 0.0, probs=nan, labels=labels, min_prob=0.1)
+    with pytest.raises(Exception, match="the tags have type 'Chemical', the probabilities' labels none"):
+        propagate(tags, words, -1, 0.0, probs=[p[:, [0, 3, 4]] for p in probs(0.3, 0.3)],
+                  labels=["O", "B-Disease", "I-Disease"], min_prob=0.1)
     with pytest.raises(Exception, match="min_prob 1.5 out of range"):
         propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.3), labels=labels, min_prob=1.5)

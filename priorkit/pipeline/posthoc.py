@@ -180,8 +180,12 @@ def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], win
             t = max(sorted(counts), key=counts.get)
             untagged = sum(1 for k, _ in spots if near(k))
             if counts[t] >= share * (counts[t] + untagged):
-                if type_prob is not None and float(type_prob[i][t][j:j + len(key)].mean()) < min_prob:
-                    continue
+                if type_prob is not None:
+                    if t not in type_prob[i]:
+                        raise PriorkitError(f"propagate: the tags have type {t!r}, the probabilities' labels "
+                                            f"none (B-{t} / I-{t}); pass the labels of the model that tagged them")
+                    if float(type_prob[i][t][j:j + len(key)].mean()) < min_prob:
+                        continue
                 d = (t, j, j + len(key) - 1)
                 if not any(overlaps(d, x) for x in added[i]):
                     added[i].append(d)
