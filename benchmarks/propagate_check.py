@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from decode_check import document_columns, mix_weights, scores, word_log_probs
-from priorkit.decoding import decode_tags
+from priorkit.decoding import decode_tags, log_softmax
 from priorkit.pipeline.config import load_config
 from priorkit.pipeline.data import document_context, load_data
 from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
@@ -76,7 +76,7 @@ def main() -> None:
             if groups:
                 others = [word_log_probs(g[i], f"{split}-context", context, args.cache)[0] for g in groups]
                 mixed = [sum(x * m for x, m in zip(w, ms)) for ms in zip(a, *others)]
-            probs = [_softmax(m) for m in mixed]
+            probs = [np.exp(log_softmax(m)) for m in mixed] if any(args.min_probs) else None
             seed = re.search(r"seed(\d+)", str(run))
             for bias in args.biases:
                 decoded = [decode_tags(m, labels, args.decode, bias) + ["O"] * (len(x) - len(m))
@@ -86,7 +86,7 @@ def main() -> None:
                     else decoded
                 for window, share, floor in [(0, None, None)] * (0 in args.propagate) + [
                     (n, x, f) for n in args.propagate if n for x in args.share for f in args.min_probs]:
-                    tags = propagate(steps, every, window, share, probs=probs, labels=labels,
+                    tags = propagate(steps, every, window, share, probs=probs if floor else None, labels=labels,
                                      min_prob=floor) if window else steps
                     sample = [tags[p] for p in positions]
                     before = [set(entities(steps[p])) for p in positions]
@@ -106,12 +106,6 @@ def main() -> None:
     if args.out:
         write_csv(rows, Path(args.out))
         print(f"wrote {args.out}")
-
-
-def _softmax(scores: np.ndarray) -> np.ndarray:
-    z = np.asarray(scores, dtype=np.float64)
-    z = np.exp(z - z.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import statistics as st
 from .claims_decoding import FRACTION, _mean
 from .claims_knowledge import KNOW_BRANCH
 from .claims_tables import Results, Scores, _ci, _mean_sd, _pct, _table, deltas_markdown
+from .dictionary_report import DICTIONARY_ROW
 
 CARRY = "bc5cdr-carry.csv"  # propagate_check rows: recipe-doc (grid) and none (reference), eval + test
 ROUND9 = "bc5cdr-knowledge-document.csv"  # round 9's decode_check rows (models lost since, retrained here)
@@ -31,7 +32,6 @@ RECIPE, NONE = "recipe-doc", "none"
 GATE = "bc5cdr-carry-gate.csv"  # propagate_check rows with --min-prob (round 11), eval + test
 #: the sweeps' reports of pipelines/bc5cdr-mix.yaml at 1%, 10% (the retrained recipe) and 100%
 DOC_CURVE = {0.01: "bc5cdr-mix-1pct-results", 0.1: "bc5cdr-mix-retrain-results", 1.0: "bc5cdr-mix-100pct-results"}
-DICTIONARY_ALONE = "dictionary alone"
 
 
 def _label(row: dict) -> str:
@@ -190,7 +190,7 @@ def doc_curve(res: Results) -> str:
     for f in sorted(DOC_CURVE):
         doc = rows[("st-mix-doc", f)]
         none_out = _none_outside(res, f, set(s[("st-mix-doc", f)]))
-        dictionary = rows.get((DICTIONARY_ALONE, f)) or []
+        dictionary = rows.get((DICTIONARY_ROW, f)) or []
         out.append([_pct(f), *(_mean_sd(list(s.get((a, f), {}).values())) for a in ("none", "features", "st-mix")),
                     f"**{_mean_sd(list(s[('st-mix-doc', f)].values()))}**",
                     f"{_mean(dictionary, 'f1'):.2f}" if dictionary else "-",

@@ -141,9 +141,9 @@ def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], win
         raise PriorkitError(f"propagate: window {window} (>= -1) and share {share} (0-1) out of range")
     if not 0.0 <= min_prob <= 1.0:
         raise PriorkitError(f"propagate: min_prob {min_prob} out of range (0-1)")
-    type_prob = _type_probabilities(probs, labels, words) if probs is not None else None
-    if type_prob is None and min_prob > 0:
+    if min_prob > 0 and probs is None:
         raise PriorkitError(f"propagate: min_prob {min_prob} needs the model's word probabilities (probs, labels)")
+    type_prob = _type_probabilities(probs, labels, words) if min_prob > 0 else None  # min_prob 0: no gate
     ents = [entities(t) for t in tags]
     typed: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # surface -> (sentence, type) of its entities
     for i, (es, ws) in enumerate(zip(ents, words)):
