@@ -75,9 +75,13 @@ def test_ctrl_c_exits_130(tmp_path):
 def test_ctrl_c_landing_in_a_finaliser_is_not_lost():
     # seen in CI: the SIGINT arrived while a regex object's __del__ ran; Python printed "Exception ignored"
     # and the command ran on to exit 0. The CLI hands such an interrupt back to the main thread.
+    # a terminal's Ctrl-C reaches a process whose SIGINT is Python's default handler; a pytest-xdist
+    # worker ignores SIGINT and its children inherit that, so the handler is put back first
     script = textwrap.dedent("""
+        import signal
         import sys
         import time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import priorkit.cli as cli
         cli._keep_interrupts_from_finalisers()
         hook = sys.unraisablehook

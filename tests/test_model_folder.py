@@ -32,7 +32,8 @@ def test_a_format_3_folder_predicts_what_it_predicted(v3_folder):
     want = np.load(FIXTURE / "expected.npz")
     got = model.logits(SENTENCES)
     for i, g in enumerate(got):
-        np.testing.assert_array_equal(g, want[f"logits{i}"])
+        # the same weights and maths; the last bits of a float32 sum depend on the CPU's kernels
+        np.testing.assert_allclose(g, want[f"logits{i}"], rtol=1e-5, atol=1e-7)
     tags = [" ".join(r["tags"]) for r in model.predict(SENTENCES)]
     assert tags == (FIXTURE / "expected-tags.txt").read_text().splitlines()
     gates = [p for n, p in model.model.named_parameters() if n.endswith("prior_gate")]
