@@ -36,7 +36,7 @@ import torch  # noqa: E402
 
 import priorkit  # noqa: E402
 from priorkit.align import PriorBuilder  # noqa: E402
-from priorkit.aligned_store import AlignedStore  # noqa: E402
+from priorkit.channels.attention.store import AlignedStore  # noqa: E402
 from priorkit.cache import PriorCache  # noqa: E402
 from priorkit.datasets import read_dataset  # noqa: E402
 from priorkit.precompute import precompute  # noqa: E402
@@ -125,7 +125,7 @@ def epoch(examples, tok: str, cache: Path, root: Path, kind: str, workers: int) 
     else:
         enable_prior_attention(model, layers=(0,), mode="multiply")
         store = AlignedStore(builder, root, read_only=True) if kind == "store" else None
-        from priorkit.channels.attention import AttentionChannel
+        from priorkit.channels.attention.channel import AttentionChannel
 
         collator = PriorCollator(builder.tokenizer, channels=[AttentionChannel(builder, store=store)])
     rows = [{"text_a": e.text_a, "text_b": e.text_b, "label": float(e.label)} for e in examples]

@@ -13,9 +13,9 @@ from transformers import AutoTokenizer
 
 import priorkit
 from priorkit.datasets import read_dataset
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.plan import plan_for_run
-from priorkit.pipeline.wiring import make_builder
+from priorkit.config import load_config
+from priorkit.training.plan import plan_for_run
+from priorkit.training.wiring import make_builder
 
 out, conll = sys.argv[1], sys.argv[2]
 cfg = load_config("pipelines/bc5cdr-mesh.yaml", [f"output_dir={out}"])

@@ -13,12 +13,12 @@ import argparse
 from pathlib import Path
 
 import priorkit
-from priorkit.calibration import calibrate
-from priorkit.pipeline.calibrate_stage import _types
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.data import load_data
-from priorkit.pipeline.plan import RunPlan
-from priorkit.pipeline.sweep import write_csv
+from priorkit.supervision.calibration import calibrate
+from priorkit.training.calibrate_stage import _types
+from priorkit.config import load_config
+from priorkit.training.data import load_data
+from priorkit.training.plan import RunPlan
+from priorkit.evaluation.sweep import write_csv
 
 
 def main() -> None:

@@ -55,11 +55,11 @@ def threshold_rows(pipeline: str, seeds: list[int], thresholds: list[float]) -> 
     """The calibrated quality of ``pipeline``'s dictionary on each seed's gold subset at each
     threshold (threshold 0: as it is), counted as :func:`calibrate_run` counts it."""
     import priorkit
-    from priorkit.calibration import calibrate
-    from priorkit.pipeline.calibrate_stage import _types
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.sweep import grid
+    from priorkit.supervision.calibration import calibrate
+    from priorkit.training.calibrate_stage import _types
+    from priorkit.config import load_config
+    from priorkit.training.data import load_data
+    from priorkit.evaluation.sweep import grid
 
     cfg = load_config(pipeline, [f"sweep.seeds={seeds}", f"sweep.fractions=[{load_config(pipeline).train.fraction}]"])
     train = load_data(cfg)["train"]

@@ -23,11 +23,11 @@ import torch  # noqa: E402
 
 import priorkit  # noqa: E402
 from priorkit.align import load_tokenizer  # noqa: E402
-from priorkit.channels.features import FeatureChannel  # noqa: E402
+from priorkit.channels.features.channel import FeatureChannel  # noqa: E402
 from priorkit.collator import PriorCollator  # noqa: E402
-from priorkit.features import FeatureBuilder, FeatureConfig  # noqa: E402
-from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import read_source  # noqa: E402
+from priorkit.channels.features import FeatureBuilder, FeatureConfig  # noqa: E402
+from priorkit.config import DataSource  # noqa: E402
+from priorkit.training.data import read_source  # noqa: E402
 from priorkit.resources import minilm_path  # noqa: E402
 
 

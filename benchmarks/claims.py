@@ -2,7 +2,7 @@
 
 Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` in README.md
 and docs/*.md is rewritten from the files under ``docs/results/`` by the renderer NAME of
-``priorkit/pipeline/claims.py`` (its ``BLOCKS``: ``readme``, ``curve-scores``, ``arms-deltas``,
+``lab/claims/__init__.py`` (its ``BLOCKS``: ``readme``, ``curve-scores``, ``arms-deltas``,
 ``knowledge-gain``, ``knowledge-calibration`` ...; an unknown name is refused, naming them).
 ``tests/test_claims.py`` fails when a block and its files differ.
 
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from priorkit.pipeline.claims import Results, update_claims
+from lab.claims import Results, update_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -1,9 +1,9 @@
 """The learning curve's docs tables, from a sweep's finished runs.
 
-Reads the sweep's scored runs (``priorkit.pipeline.sweep.collect_rows``, the rows its own
+Reads the sweep's scored runs (``priorkit.evaluation.sweep.collect_rows``, the rows its own
 report uses) and prints two Markdown tables: the absolute score of every arm at every
 fraction (mean, sd over seeds, seeds) with the mean training seconds, and the paired
-differences named by ``--pairs`` (``priorkit.pipeline.curve.compare``: mean, 95% CI over the
+differences named by ``--pairs`` (``priorkit.evaluation.curve.compare``: mean, 95% CI over the
 seeds both arms share, seeds ahead). ``--runs-csv`` also writes one row per run.
 
     python benchmarks/curve_tables.py pipelines/bc5cdr-curve.yaml --runs-csv docs/results/bc5cdr-curve-runs.csv
@@ -12,7 +12,7 @@ seeds both arms share, seeds ahead). ``--runs-csv`` also writes one row per run.
 The sweep's own report (``priorkit sweep PIPELINE --report-only``: curve.md, results.md,
 controls.md) has the same differences with the sentence bootstrap beside them; this script
 is the compact view docs/benchmarks.md shows, with arms side by side (the tables are
-``priorkit.pipeline.claims``'s, which ``benchmarks/claims.py`` renders into the docs from the
+``lab.claims``'s, which ``benchmarks/claims.py`` renders into the docs from the
 sweep's results.csv under docs/results).
 """
 from __future__ import annotations
@@ -24,10 +24,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from priorkit.pipeline.config import load_config  # noqa: E402
-from priorkit.pipeline.claims import CURVE_ARMS, CURVE_PAIRS, deltas_markdown, scores_markdown  # noqa: E402
-from priorkit.pipeline.curve import score_table  # noqa: E402
-from priorkit.pipeline.sweep import collect_rows, grid  # noqa: E402
+from priorkit.config import load_config  # noqa: E402
+from lab.claims import CURVE_ARMS, CURVE_PAIRS, deltas_markdown, scores_markdown  # noqa: E402
+from priorkit.evaluation.curve import score_table  # noqa: E402
+from priorkit.evaluation.sweep import collect_rows, grid  # noqa: E402
 
 ARMS = CURVE_ARMS
 PAIRS = [f"{a}-{b}" for a, b in CURVE_PAIRS]

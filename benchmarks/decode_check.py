@@ -17,12 +17,12 @@ given k times mixes k models into each RUN: each weight is then k + 1 numbers jo
 holds them joined by "/" and ``weight`` RUN's own.  ``--join``: after decoding, each of these
 (the rows' ``join`` column): ``fragments``, the dictionary's entity replaces two or more of the
 model's entities of its type that lie inside it (``sweep.posthoc.<arm>.fragments``,
-:func:`priorkit.pipeline.posthoc.join_fragments`); ``pieces``, also a single one (screened, not a
+:func:`priorkit.evaluation.posthoc.join_fragments`); ``pieces``, also a single one (screened, not a
 pipeline option); ``fragments+type``, then the dictionary's type for every model entity with a
 dictionary entity's bounds (screened); ``none``, nothing.  ``--document N``: then the
 dictionary's document-level entities (the whole split in order, abbreviations carried N sentences)
 that the sentence-level ones lack, added where the model found nothing
-(``sweep.posthoc.<arm>.document``, :func:`priorkit.pipeline.posthoc.add_document_matches`); the
+(``sweep.posthoc.<arm>.document``, :func:`priorkit.evaluation.posthoc.add_document_matches`); the
 rows get ``document`` = N, and the recall inside and outside of the document-level dictionary
 (``recall_dict_doc``, ``recall_other_doc``, ``gold_other_doc``: a stricter "outside", without
 the entities the document pass finds); ``--document-columns-only`` gives those columns without
@@ -45,15 +45,15 @@ from pathlib import Path
 
 import numpy as np
 
-from priorkit.decoding import DECODINGS, decode_tags, log_softmax
+from priorkit.decode.decoding import DECODINGS, decode_tags, log_softmax
 from priorkit.metrics import ner_metrics
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.data import load_data
-from priorkit.pipeline.dictionary_recall import dictionary_recall
-from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
-from priorkit.pipeline.posthoc import add_document_matches, join_fragments, render, split_document_tags
-from priorkit.pipeline.posthoc import entities as posthoc_entities
-from priorkit.pipeline.sweep import write_csv
+from priorkit.config import load_config
+from priorkit.training.data import load_data
+from priorkit.evaluation.dictionary_recall import dictionary_recall
+from priorkit.evaluation.dictionary_report import dictionary_of, dictionary_split_tags
+from priorkit.evaluation.posthoc import add_document_matches, join_fragments, render, split_document_tags
+from priorkit.evaluation.posthoc import entities as posthoc_entities
+from priorkit.evaluation.sweep import write_csv
 
 
 def word_log_probs(folder: Path, split: str, examples: list[dict], cache: Path | None) -> tuple[list, list[str]]:

@@ -34,9 +34,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import priorkit  # noqa: E402
-from priorkit.features.baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
-from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import read_source, sample_indices, slice_examples  # noqa: E402
+from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
+from priorkit.config import DataSource  # noqa: E402
+from priorkit.training.data import read_source, sample_indices, slice_examples  # noqa: E402
 from priorkit_plugins.ontology import rules as matcher_rules  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
@@ -90,7 +90,7 @@ def make_filter(source: str, params: dict, types: dict, min_count: int = 3, max_
 
     from seqeval.metrics.sequence_labeling import get_entities
 
-    from priorkit.features.baseline import group_entities
+    from priorkit.evaluation.dictionary_baseline import group_entities
 
     src = DataSource(source="bc5cdr", split="train")
     train, _ = read_source(src)

@@ -24,8 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from priorkit.align import load_tokenizer  # noqa: E402
-from priorkit.pipeline.config import DataSource  # noqa: E402
-from priorkit.pipeline.data import read_source  # noqa: E402
+from priorkit.config import DataSource  # noqa: E402
+from priorkit.training.data import read_source  # noqa: E402
 from priorkit.resources import minilm_path, mpnet_path  # noqa: E402
 
 

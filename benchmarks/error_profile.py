@@ -8,7 +8,7 @@ type), spurious (overlapping no gold entity); gold entities into found (exactly)
 Gold entities are also split by whether the dictionary (the sweep's first post-hoc arm's
 provider, HPO + MeSH concept matches, typed as BC5CDR) tags them exactly: recall on the
 dictionary's entities and on the others tells whether an arm's gain is where the dictionary
-already is (``priorkit.pipeline.dictionary_recall``, which the demo's summary uses too).  Prints a Markdown table of means over seeds; ``--json`` keeps the per-seed
+already is (``priorkit.evaluation.dictionary_recall``, which the demo's summary uses too).  Prints a Markdown table of means over seeds; ``--json`` keeps the per-seed
 counts.
 
     .venv/bin/python benchmarks/error_profile.py pipelines/bc5cdr-curve.yaml --fraction 0.1 \
@@ -24,12 +24,12 @@ from collections import Counter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from priorkit.pipeline.config import PosthocConfig, load_config  # noqa: E402
-from priorkit.pipeline.data import load_data  # noqa: E402
-from priorkit.pipeline.dictionary_recall import dictionary_recall  # noqa: E402
-from priorkit.pipeline.plan import RunPlan  # noqa: E402
-from priorkit.pipeline.posthoc import dictionary_tags, entities, overlaps  # noqa: E402
-from priorkit.pipeline.predictions import read_predictions  # noqa: E402
+from priorkit.config import PosthocConfig, load_config  # noqa: E402
+from priorkit.training.data import load_data  # noqa: E402
+from priorkit.evaluation.dictionary_recall import dictionary_recall  # noqa: E402
+from priorkit.training.plan import RunPlan  # noqa: E402
+from priorkit.evaluation.posthoc import dictionary_tags, entities, overlaps  # noqa: E402
+from priorkit.training.predictions import read_predictions  # noqa: E402
 
 
 def profile(pred: list[list[str]], gold: list[list[str]], dictionary: list[list[str]]) -> Counter:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/eval_prior_speed.py [--providers embedding,wordnet,glove]
                                                     [--threads 2] [--no-before] [--json out.json]
 
-``priorkit.prior_eval.pair_values`` scores a word list (WordSim-353, SimLex-999).
+``priorkit.providers.prior_eval.pair_values`` scores a word list (WordSim-353, SimLex-999).
 *Before* (commit 88bd89f) it made one ``similarity`` call per distinct word of
 one side; *after* it makes one ``pair_similarity`` call, the provider's
 batched pair path (the embedding provider encodes every distinct word once,
@@ -66,7 +66,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from priorkit.prior_eval import pair_values, read_word_pairs
+    from priorkit.providers.prior_eval import pair_values, read_word_pairs
 
     lists = [read_word_pairs("wordsim353"), read_word_pairs("simlex999")]
     rows = []

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/eval_priors.py [--out out/eval_priors] [--threads 1]
 
 1. Each single provider is evaluated (Spearman / full Spearman / Pearson /
-   coverage, see priorkit.prior_eval) with its pairs/s measured three ways:
+   coverage, see priorkit.providers.prior_eval) with its pairs/s measured three ways:
    *uncached* (first pass of a freshly loaded provider), *warm* (the same
    instance again: in-process caches such as the embedding provider's word
    vectors) and *DuckDB-cached* (a read-only ``priorkit.CachedProvider`` over a
@@ -41,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import priorkit  # noqa: E402
-from priorkit.prior_eval import (  # noqa: E402
+from priorkit.providers.prior_eval import (  # noqa: E402
     correlations,
     provider_from_arg,
     read_word_pairs,
@@ -64,7 +64,7 @@ WORDNET_MEASURES = ["path", "wup", "lin", "lch", "res", "jcn"]
 
 def single_arg_to_child(arg: str) -> str | dict:
     """'wordnet:measure=jcn' -> {'name': 'wordnet', 'measure': 'jcn'} for a combine argument."""
-    from priorkit.prior_eval import parse_provider_arg
+    from priorkit.providers.prior_eval import parse_provider_arg
 
     name, params = parse_provider_arg(arg)
     return {"name": name, **params} if params else name

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from priorkit.pipeline import claims_mix as mix
-from priorkit.pipeline import claims_outside as outside
-from priorkit.pipeline.claims_decoding import _mean
-from priorkit.pipeline.claims_tables import Results
+from lab.claims import mix
+from lab.claims import outside
+from lab.claims.decoding import _mean
+from lab.claims.tables import Results
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Issue 30's tables: a sweep's runs (every arm, every seed) with recall inside and outside the
-dictionary, read from the runs' saved predictions (priorkit.pipeline.dictionary_report).
+dictionary, read from the runs' saved predictions (priorkit.evaluation.dictionary_report).
 
     python benchmarks/knowledge_report.py PIPELINE OUT_DIR [--set KEY=VALUE ...] [--prefix docs/results/NAME]
 
@@ -12,8 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.dictionary_report import dictionary_rows, markdown, write_csv
+from priorkit.config import load_config
+from priorkit.evaluation.dictionary_report import dictionary_rows, markdown, write_csv
 
 
 def main() -> None:

@@ -23,8 +23,8 @@ Definitions (what the numbers count):
   in call order, consecutive repeats merged; **modules**: the distinct modules of the walk.
 * **layer**: the module's place in :data:`LAYERS` (low to high; the order stated in
   docs/architecture.md, "A run's plan through train_run", and checked here against the
-  import graph: no module imports one of a higher layer); ``priorkit/pipeline/`` has
-  sub-layers (:data:`PIPELINE_LAYERS`), compared after the package's.
+  import graph: no module imports one of a higher layer); ``training/`` and
+  ``evaluation/`` have sub-layers (:data:`INNER`), compared after the room's.
 * **climb**: a plan-carrying call made from a module of a lower layer than the callee's
   module (the caller is the nearest priorkit frame up the stack, so a call through
   transformers' ``Trainer`` counts from the priorkit code that called the Trainer).  A climb
@@ -61,63 +61,33 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: layers, low to high (docs/architecture.md, "A run's plan through train_run"); a module belongs to the entry
-#: naming it or the package holding it (the longest match)
-LAYERS: list[tuple[str, list[str]]] = [
-    ("base", ["priorkit.errors", "priorkit.checksums", "priorkit.jsonfile", "priorkit.output", "priorkit.hookspecs",
-              "priorkit.batch_keys", "priorkit.weights", "priorkit.optim", "priorkit.metrics", "priorkit.stats",
-              "priorkit.task_types", "priorkit.resources", "priorkit.viz", "priorkit.calibration",
-              "priorkit.collator", "priorkit.datasets"]),
-    ("provider", ["priorkit.provider", "priorkit.plugins", "priorkit.spec", "priorkit"]),
-    ("cache", ["priorkit.cache", "priorkit.prior_eval"]),
-    ("align", ["priorkit.align", "priorkit.attention", "priorkit.silver"]),
-    ("knowledge sources", ["priorkit_plugins"]),
-    ("features", ["priorkit.features", "priorkit.aligned_store", "priorkit.precompute"]),
-    ("channels", ["priorkit.channels"]),
-    ("inference", ["priorkit.inference"]),
-    ("pipeline", ["priorkit.pipeline"]),
-    ("tune", ["priorkit.tune"]),
-    ("cli", ["priorkit.cli", "priorkit.commands", "priorkit.__main__"]),
-]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_structure import architecture_layers, import_graph  # noqa: E402 - the structure test's reading of the docs
+from test_structure import layer_of as _layer_of  # noqa: E402
 
-#: priorkit/pipeline/'s sub-layers, low to high (modules not named: the lowest)
-PIPELINE_LAYERS: list[list[str]] = [
-    ["layout", "ranks", "trackers", "loss", "curve", "predictions", "dictionary_recall", "prior_usage"],
-    ["config", ""],  # "" = the package's __init__
-    ["data", "tasks", "selection", "wiring"],
-    ["plan"],
-    ["trainer", "self_training", "calibrate_stage", "dictionary_report", "posthoc", "verdict", "claims",
-     "claims_tables", "claims_knowledge"],  # the claims modules import only each other and below
-    ["silver_stage"],
-    ["train"],
-    ["steps"],
-    ["sweep"],
-]
+sys.path.pop(0)
+
+#: layers, low to high, and the ordered sub-layers of the rooms that have them: docs/architecture.md's
+#: "Layers, low to high", read as tests/test_structure.py reads it
+LAYERS, INNER = architecture_layers()
 
 
 def layer_of(module: str) -> tuple[int, int]:
-    """(layer, sub-layer) of a dotted module name (ValueError for a module outside the map)."""
-    best, where = -1, None
-    for i, (_, names) in enumerate(LAYERS):
-        for name in names:
-            if (module == name or module.startswith(name + ".")) and len(name) > best:
-                best, where = len(name), i
+    """(layer, sub-layer) of a dotted module name (ValueError for a module outside the layers)."""
+    where = _layer_of(module, LAYERS, INNER)
     if where is None:
-        raise ValueError(f"{module}: in no layer of LAYERS")
-    sub = 0
-    if module == "priorkit.pipeline" or module.startswith("priorkit.pipeline."):
-        first = module[len("priorkit.pipeline."):].split(".")[0] if module != "priorkit.pipeline" else ""
-        sub = next((j for j, names in enumerate(PIPELINE_LAYERS) if first in names), 0)
-    return where, sub
+        raise ValueError(f"{module}: in no layer of docs/architecture.md")
+    return where
 
 
 def layer_name(module: str) -> str:
     i, sub = layer_of(module)
-    return LAYERS[i][0] + (f".{sub}" if LAYERS[i][0] == "pipeline" else "")
+    room = next(n for n in LAYERS[i] if module == n or module.startswith(n + ".")) if LAYERS[i] else str(i)
+    return f"{i + 1}:{room.removeprefix('priorkit.')}" + (f".{sub}" if room in INNER else "")
 
 
 def short(module: str) -> str:
-    """``priorkit.pipeline.train`` -> ``pipeline/train.py`` (a package's ``__init__``: its folder)."""
+    """``priorkit.training.train`` -> ``training/train.py`` (a package's ``__init__``: its folder)."""
     if module.startswith("priorkit_plugins"):
         return "plugins/" + "/".join(module.split(".")[1:]) + ".py"
     parts = module.split(".")[1:]
@@ -127,19 +97,8 @@ def short(module: str) -> str:
 
 def upward_imports() -> list[str]:
     """Imports from a module to one of a higher layer (none: the map is a layering of the code)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from test_structure import import_graph  # the structure test's import graph (any level)
-    finally:
-        sys.path.pop(0)
-    out = []
-    for module, targets in import_graph().items():
-        for target in targets:
-            if module.startswith(target + "."):
-                continue  # a package's own __init__ (a name read from an enclosing package)
-            if layer_of(target) > layer_of(module):
-                out.append(f"{module} -> {target}")
-    return sorted(out)
+    return sorted(f"{m} -> {t}" for m, ts in import_graph().items() for t in ts
+                  if not m.startswith(t + ".") and layer_of(t) > layer_of(m))
 
 
 # ---------------------------------------------------------------------------
@@ -280,10 +239,10 @@ def measure(variant: str, sentences: int) -> dict[str, Any]:
     import contextlib
     import io
 
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.plan import RunPlan, plan_for_run
-    from priorkit.pipeline.train import train_run
+    from priorkit.config import config_from_dict
+    from priorkit.training.data import load_data
+    from priorkit.training.plan import RunPlan, plan_for_run
+    from priorkit.training.train import train_run
 
     with tempfile.TemporaryDirectory(prefix="plan-walk-") as tmp:
         cfg = config_from_dict(config(Path(tmp) / "runs", variant, sentences))
@@ -384,8 +343,8 @@ def main() -> None:
             "python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__,
             "targets": {"modules": 12, "climbs": 3},
-            "layers": [{"layer": name, "modules": names} for name, names in LAYERS],
-            "pipeline_layers": PIPELINE_LAYERS,
+            "layers": [{"layer": i + 1, "modules": names} for i, names in enumerate(LAYERS)],
+            "sub_layers": INNER,
             "upward_imports": up,
             "results": results,
         }

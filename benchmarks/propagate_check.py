@@ -1,5 +1,5 @@
 """The model's own finds carried across a document (post-hoc ``propagate``,
-:func:`priorkit.pipeline.posthoc.propagate`), measured on kept models: each model (or mix)
+:func:`priorkit.evaluation.posthoc.propagate`), measured on kept models: each model (or mix)
 tags every sentence of the split in order, the sample's context included; the decoding, the
 dictionary's join and its document pass follow as in a post-hoc arm; then each (window, share)
 carries the tagged surfaces to their untagged repeats, and the sample is scored.
@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from decode_check import document_columns, mix_weights, scores, word_log_probs
-from priorkit.decoding import decode_tags, log_softmax
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.data import document_context, load_data
-from priorkit.pipeline.dictionary_report import dictionary_of, dictionary_split_tags
-from priorkit.pipeline.posthoc import dictionary_steps, document_tags, entities, propagate
-from priorkit.pipeline.sweep import write_csv
+from priorkit.decode.decoding import decode_tags, log_softmax
+from priorkit.config import load_config
+from priorkit.training.data import document_context, load_data
+from priorkit.evaluation.dictionary_report import dictionary_of, dictionary_split_tags
+from priorkit.evaluation.posthoc import dictionary_steps, document_tags, entities, propagate
+from priorkit.evaluation.sweep import write_csv
 
 
 def main() -> None:

@@ -75,7 +75,7 @@ def _one_provider(name: str, params: dict, n: int, threads: int) -> dict:
     pairs = stsb_pairs()
     cold_pairs, warm_pairs = pairs[:n], pairs[n:2 * n]
     import priorkit
-    from priorkit.prior_eval import read_word_pairs
+    from priorkit.providers.prior_eval import read_word_pairs
 
     t0 = time.perf_counter()
     p = priorkit.get_provider(name, **params)

@@ -2,7 +2,7 @@
 
 Every table between ``<!-- selection-table: FILE -->`` and ``<!-- /selection-table -->``
 in docs/*.md is rewritten from ``docs/results/FILE`` (columns arm, setting, split, origin,
-seed, fraction, metric, value, chosen, source; priorkit/pipeline/selection.py).
+seed, fraction, metric, value, chosen, source; priorkit/evaluation/selection.py).
 ``tests/test_selection_tables.py`` fails when a table and its file differ.
 
     .venv/bin/python benchmarks/selection_table.py           # rewrite the tables
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from priorkit.pipeline.selection import update_markers
+from priorkit.evaluation.selection import update_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 

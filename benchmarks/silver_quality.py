@@ -18,12 +18,12 @@ from pathlib import Path
 
 from seqeval.metrics.sequence_labeling import get_entities
 
-from priorkit.pipeline.config import load_config
-from priorkit.pipeline.data import load_data
-from priorkit.pipeline.sweep import write_csv
-from priorkit.silver.label import sentence_digest
-from priorkit.silver.recipe import UNKNOWN
-from priorkit.silver.store import SHARD_GLOB
+from priorkit.config import load_config
+from priorkit.training.data import load_data
+from priorkit.evaluation.sweep import write_csv
+from priorkit.supervision.silver.label import sentence_digest
+from priorkit.supervision.silver.recipe import UNKNOWN
+from priorkit.supervision.silver.store import SHARD_GLOB
 
 
 def store_quality(store: Path, gold: dict[str, list[str]]) -> dict:

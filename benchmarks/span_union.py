@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 from decode_check import mix_log_probs, pipeline_data, scores, split_tags, word_log_probs
 
-from priorkit.decoding import decode_tags
-from priorkit.pipeline.dictionary_recall import entities
-from priorkit.pipeline.sweep import write_csv
+from priorkit.decode.decoding import decode_tags
+from priorkit.evaluation.dictionary_recall import entities
+from priorkit.evaluation.sweep import write_csv
 
 
 def candidates(log_probs: list, tags: list[list[str]], base: list[list[str]], dictionary: list[list[str]],

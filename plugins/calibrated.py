@@ -18,9 +18,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 import priorkit
-from priorkit.calibration import DropRule, form_of
+from priorkit.supervision.calibration import DropRule, form_of
 from priorkit.errors import PriorkitError
-from priorkit.provider import Match, PriorProvider
+from priorkit.providers.base import Match, PriorProvider
 
 from .combine import resolve_provider
 

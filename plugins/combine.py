@@ -29,7 +29,7 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import PriorkitError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 
 HOWS = ("max", "mean", "weighted", "first-known")
 

@@ -47,9 +47,9 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import PriorkitError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 
-from priorkit.provider import Match
+from priorkit.providers.base import Match
 
 from .combine import resolve_provider
 

@@ -32,15 +32,15 @@ from .errors import (
     TokenizerError,
     UnknownProviderError,
 )
-from .hookspecs import hookimpl
-from .plugins import get_plugin_manager, get_provider, list_plugins, list_providers
-from .provider import Match, PriorProvider
+from .providers.hookspecs import hookimpl
+from .providers.plugins import get_plugin_manager, get_provider, list_plugins, list_providers
+from .providers.base import Match, PriorProvider
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "PriorBuilder": "priorkit.align",
-    "PriorSpec": "priorkit.spec",
+    "PriorSpec": "priorkit.providers.spec",
     "PriorCache": "priorkit.cache",
     "CachedProvider": "priorkit.cache",
     "enable_prior_attention": "priorkit.attention",

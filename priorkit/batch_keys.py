@@ -1,5 +1,5 @@
 """The batch keywords and who owns each, for the guard that refuses them on a model without
-their owner (``attention/guard.py``) and for the loss (``pipeline/loss.py``).  Torch-free and
+their owner (``attention/guard.py``) and for the loss (``training/loss.py``).  Torch-free and
 below both: a channel's registration writes here (``priorkit.channels.register_channel``), the
 guard and the loss read."""
 from __future__ import annotations

@@ -39,7 +39,7 @@ def cli(ctx: click.Context, plugins_dir: tuple[str, ...], verbose: int, quiet: b
     ctx.obj.update(verbose=verbose, quiet=quiet)
     _configure_output(verbose, quiet)
     if plugins_dir:
-        from .plugins import add_plugin_dirs
+        from .providers.plugins import add_plugin_dirs
 
         add_plugin_dirs(plugins_dir)  # visible to every later get_plugin_manager() call
 
@@ -51,7 +51,7 @@ def _install_commands() -> None:
 
 def _install_plugin_commands(argv: list[str]) -> None:
     """Before parsing: load plug-ins (those of ``--plugins-dir`` too) so their commands exist."""
-    from .plugins import add_plugin_dirs, get_plugin_manager
+    from .providers.plugins import add_plugin_dirs, get_plugin_manager
 
     add_plugin_dirs(_plugins_dirs_in(argv))
     get_plugin_manager().install_commands(cli)

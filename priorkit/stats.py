@@ -81,7 +81,7 @@ def bootstrap_f1_delta(setting: Sequence[np.ndarray], reference: Sequence[np.nda
     """The paired bootstrap CI of a mean entity-F1 difference over test sentences *and* seeds.
 
     ``setting[s]`` and ``reference[s]`` are seed ``s``'s per-sentence entity counts, (N, 3):
-    correct, predicted, gold (:func:`priorkit.pipeline.predictions.entity_counts`), on the
+    correct, predicted, gold (:func:`priorkit.training.predictions.entity_counts`), on the
     same N sentences.  One replicate draws N sentences with replacement -- the same draw for
     every seed and both sides, as they were scored on the same sample -- and the seeds with
     replacement; it recomputes each drawn seed's micro F1 difference on the drawn sentences

@@ -5,7 +5,7 @@ Reads the finished runs of the demo sweep (pipelines/demo-bc5cdr.yaml) and print
 * entity F1 per arm (mean over seeds, each seed), the paired Δ against no knowledge with its
   95% CI over the seeds, and the dictionary alone (its matches as the predictions, no model);
 * recall on the gold entities the dictionary tags exactly and on the others, per arm
-  (:mod:`priorkit.pipeline.dictionary_recall`);
+  (:mod:`priorkit.evaluation.dictionary_recall`);
 * one test sentence with its gold, dictionary and model tags (written to ``example.md``);
 * where the files are: the sweep's tables and its figure of the paired Δs (``results.png``).
 
@@ -25,14 +25,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from priorkit.metrics import ner_metrics  # noqa: E402
-from priorkit.pipeline.config import PosthocConfig, load_config  # noqa: E402
-from priorkit.pipeline.curve import compare, score_table  # noqa: E402
-from priorkit.pipeline.data import load_data  # noqa: E402
-from priorkit.pipeline.dictionary_recall import dictionary_recall, entities, recall_table  # noqa: E402
-from priorkit.pipeline.plan import RunPlan  # noqa: E402
-from priorkit.pipeline.posthoc import dictionary_tags  # noqa: E402
-from priorkit.pipeline.predictions import read_predictions  # noqa: E402
-from priorkit.pipeline.sweep import collect_rows, grid  # noqa: E402
+from priorkit.config import PosthocConfig, load_config  # noqa: E402
+from priorkit.evaluation.curve import compare, score_table  # noqa: E402
+from priorkit.training.data import load_data  # noqa: E402
+from priorkit.evaluation.dictionary_recall import dictionary_recall, entities, recall_table  # noqa: E402
+from priorkit.training.plan import RunPlan  # noqa: E402
+from priorkit.evaluation.posthoc import dictionary_tags  # noqa: E402
+from priorkit.training.predictions import read_predictions  # noqa: E402
+from priorkit.evaluation.sweep import collect_rows, grid  # noqa: E402
 
 LABELS = {"none": "no knowledge", "features": "HPO+MeSH token features", "attention": "concept attention prior",
           "dict-override": "dictionary over no knowledge's output, afterwards"}

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from priorkit import PriorBuilder
-from priorkit.aligned_store import AlignedStore, tokenizer_identity
-from priorkit.channels.attention import AttentionChannel
+from priorkit.channels.attention.store import AlignedStore, tokenizer_identity
+from priorkit.channels.attention.channel import AttentionChannel
 from priorkit.collator import PriorCollator
 from priorkit.errors import CacheError, PriorkitError
 

@@ -35,8 +35,8 @@ def tiny_mpnet_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mpnet_run(tmp_path_factory, tiny_mpnet_dir):
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import load_config
+    from priorkit.training.steps import run_pipeline
 
     tmp = tmp_path_factory.mktemp("mpnet-run")
     path = tmp / "p.yaml"

@@ -99,7 +99,7 @@ def test_an_outside_modes_option_checks_run():
 
 
 def test_the_pipeline_checks_read_the_registry():
-    from priorkit.pipeline.config import ConfigError, config_from_dict
+    from priorkit.config import ConfigError, config_from_dict
 
     raw = {"name": "x", "data": {"train": {"source": "stsb"}, "eval": {"source": "stsb"}},
            "prior": {"attention": {"mode": "shifted_bias", "options": {"shift": 0.1}, "learning_rate": 0.01}}}

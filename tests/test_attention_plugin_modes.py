@@ -61,7 +61,7 @@ def plugin_dir(tmp_path_factory) -> Path:
 def test_the_manager_collects_a_plugin_mode_and_the_registry_finds_it(plugin_dir):
     from priorkit.attention import MODES
     from priorkit.attention.mode import find_mode
-    from priorkit.plugins import PriorkitPluginManager
+    from priorkit.providers.plugins import PriorkitPluginManager
 
     pm = PriorkitPluginManager(plugin_dir, load_entry_points=False)
     assert list(pm.attention_modes) == ["tilted_bias"]
@@ -72,7 +72,7 @@ def test_the_manager_collects_a_plugin_mode_and_the_registry_finds_it(plugin_dir
 
 
 def test_a_plugin_mode_that_is_not_a_mode_makes_the_plugin_broken(tmp_path):
-    from priorkit.plugins import PriorkitPluginManager
+    from priorkit.providers.plugins import PriorkitPluginManager
 
     (tmp_path / "bad.py").write_text("import priorkit\n\n@priorkit.hookimpl\n"
                                      "def register_attention_modes(register):\n    register('tilt')\n")

@@ -15,7 +15,7 @@ import pytest
 
 from priorkit.cache import CachedProvider, PairTable, PriorCache, canonical_pairs, nan_equal
 from priorkit.errors import CacheError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 from support.plugins import trigram_plugin
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import priorkit
-from priorkit.calibration import CalibrateConfig, calibrate
+from priorkit.supervision.calibration import CalibrateConfig, calibrate
 from priorkit.errors import PriorkitError
 
 TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
@@ -108,10 +108,10 @@ def test_a_run_calibrated_by_branch_reads_the_dictionary_without_its_weak_branch
     and the kept forms; calibration.json names the branches dropped."""
     import json
 
-    from priorkit.pipeline.calibrate_stage import calibrate_run
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.plan import RunPlan
+    from priorkit.training.calibrate_stage import calibrate_run
+    from priorkit.config import config_from_dict
+    from priorkit.training.data import load_data
+    from priorkit.training.plan import RunPlan
 
     raw = {"name": "branches", "output_dir": str(tmp_path / "runs"), "task": {"type": "token-classification"},
            "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 400},

@@ -119,8 +119,8 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
     import torch
     from safetensors.torch import load_file
 
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import load_config
+    from priorkit.training.steps import run_pipeline
 
     (tmp_path / "train.conll").write_text(CONLL * 4)
     path = tmp_path / "p.yaml"

@@ -1,7 +1,7 @@
 """Claims generated from files: the measured tables of README.md and docs/benchmarks.md.
 
 * Every ``<!-- claims:begin NAME -->`` block of README.md and docs/*.md equals what
-  ``priorkit.pipeline.claims`` renders from ``docs/results/`` (``benchmarks/claims.py``
+  ``lab.claims`` renders from ``docs/results/`` (``benchmarks/claims.py``
   rewrites them), and every renderer has its block: no measured table can drift from its file.
 * The README's measured section holds no number outside its generated block.
 * The claims the files refute stay out: no learned arm beats the dictionary merged afterwards
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline import claims, claims_knowledge
-from priorkit.pipeline.claims import BLOCKS, MARKER, Results, update_claims
+import lab.claims as claims
+from lab.claims import knowledge as claims_knowledge
+from lab.claims import BLOCKS, MARKER, Results, update_claims
 from priorkit.stats import paired
 
 ROOT = Path(__file__).resolve().parent.parent

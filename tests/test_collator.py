@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from priorkit import PriorBuilder
-from priorkit.channels.attention import AttentionChannel
+from priorkit.channels.attention.channel import AttentionChannel
 from priorkit.collator import PriorCollator
 from priorkit.errors import PriorkitError
 

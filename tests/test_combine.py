@@ -8,7 +8,7 @@ import pytest
 
 import priorkit
 from priorkit.errors import PriorkitError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 
 # Words chosen so that the children disagree about what they know: GloVe lacks
 # "petshop" and "sofabed" (ConceptNet has them), ConceptNet lacks "coalition"

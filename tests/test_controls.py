@@ -10,7 +10,7 @@ import pytest
 
 import priorkit
 from priorkit.errors import PriorkitError
-from priorkit.pipeline.config import ConfigError, load_config
+from priorkit.config import ConfigError, load_config
 
 WORDS_L = ["cat", "dog", "car", "bus", "tree", "house", "river", "king", "apple", "doctor", "ship", "bread"]
 WORDS_R = ["feline", "puppy", "truck", "train", "plant", "home", "stream", "queen", "pear", "nurse", "boat",
@@ -155,7 +155,7 @@ def test_the_removed_features_control_names_the_random_spans_provider_at_file_an
 
 
 def test_random_spans_is_a_provider_of_features_in_a_pipeline(tmp_path):
-    from priorkit.pipeline.config import prior_settings
+    from priorkit.config import prior_settings
 
     path = _ner_pipeline(tmp_path, """\
         prior: {provider: ontology, params: {source: hpo+mesh}, attention: null, features: {}}

@@ -1,7 +1,7 @@
-"""Where a learning curve's gain stops being detected (priorkit.pipeline.curve)."""
+"""Where a learning curve's gain stops being detected (priorkit.evaluation.curve)."""
 from __future__ import annotations
 
-from priorkit.pipeline.curve import Comparison, first_ci_with_zero, write_curve
+from priorkit.evaluation.curve import Comparison, first_ci_with_zero, write_curve
 
 
 def _c(setting: str, fraction: float, deltas: list[float]) -> Comparison:

@@ -1,5 +1,5 @@
 """Constrained (Viterbi) decoding of BIO / BIOES tags against a brute force over every
-sequence, and the task's scores with it (priorkit.decoding, task.decode)."""
+sequence, and the task's scores with it (priorkit.decode.decoding, task.decode)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from priorkit.decoding import decode_tags, log_softmax, tag_scheme
+from priorkit.decode.decoding import decode_tags, log_softmax, tag_scheme
 from priorkit.errors import PriorkitError
 
 BIO = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
@@ -123,8 +123,8 @@ def test_bad_labels_and_decodings_say_what_to_do():
 
 
 def test_the_task_scores_with_its_decoding():
-    from priorkit.pipeline.config import TaskConfig
-    from priorkit.pipeline.tasks import TokenClassificationTask
+    from priorkit.config import TaskConfig
+    from priorkit.training.tasks import TokenClassificationTask
 
     rng = np.random.default_rng(2)
     examples = [{"words": list("abcdef"), "tags": ["O", "B-Chemical", "I-Chemical", "O", "B-Disease", "O"]},
@@ -147,9 +147,9 @@ def test_the_task_scores_with_its_decoding():
 
 
 def test_decode_changes_the_scores_key_not_the_training_key(tmp_path):
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.plan import plan_for_run
+    from priorkit.config import load_config
+    from priorkit.training.data import load_data
+    from priorkit.training.plan import plan_for_run
 
     body = ("name: t\ntask: {type: token-classification}\n"
             "data:\n  train: {source: bc5cdr, split: train, limit: 20}\n  eval: {source: bc5cdr, split: devel, limit: 5}\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline.config import load_config, prior_settings
+from priorkit.config import load_config, prior_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,10 +1,10 @@
-"""Recall inside and outside the dictionary (priorkit/pipeline/dictionary_recall.py): by hand on
+"""Recall inside and outside the dictionary (priorkit/evaluation/dictionary_recall.py): by hand on
 tags made here, and on real BC5CDR test sentences tagged by the real HPO + MeSH dictionary."""
 from __future__ import annotations
 
 import pytest
 
-from priorkit.pipeline.dictionary_recall import DictionaryRecall, dictionary_recall, recall_table
+from priorkit.evaluation.dictionary_recall import DictionaryRecall, dictionary_recall, recall_table
 
 
 def test_gold_entities_split_by_exact_dictionary_tags():
@@ -78,9 +78,9 @@ def test_recall_table_means_over_runs():
 
 @pytest.fixture(scope="module")
 def bc5cdr_test_tagged():
-    from priorkit.pipeline.config import DataSource, PosthocConfig
-    from priorkit.pipeline.data import read_source, slice_examples
-    from priorkit.pipeline.posthoc import dictionary_tags
+    from priorkit.config import DataSource, PosthocConfig
+    from priorkit.training.data import read_source, slice_examples
+    from priorkit.evaluation.posthoc import dictionary_tags
 
     src = DataSource(source="bc5cdr", split="test", sample=300)
     examples = slice_examples(read_source(src)[0], src)
@@ -89,7 +89,7 @@ def bc5cdr_test_tagged():
 
 def test_on_real_sentences_and_the_real_dictionary(bc5cdr_test_tagged):
     from priorkit.metrics import ner_metrics
-    from priorkit.pipeline.dictionary_recall import entities
+    from priorkit.evaluation.dictionary_recall import entities
 
     gold, dictionary = bc5cdr_test_tagged
     n_gold = sum(len(entities(g)) for g in gold)

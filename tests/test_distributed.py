@@ -219,8 +219,8 @@ def test_cli_scheduler_address(tmp_path, client, xia2021):
 def test_pipeline_precompute_section_chooses_the_engine(tmp_path, client, minilm_path, xia2021):
     """A pipeline's ``precompute: {engine: dask, scheduler: ...}`` fills its cache on Dask workers
     (here the module's cluster, by address) with exactly what the local engine stores."""
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import config_from_dict
+    from priorkit.training.steps import run_pipeline
 
     def run(name: str, precompute: dict) -> Path:
         cfg = config_from_dict({

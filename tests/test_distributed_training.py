@@ -104,11 +104,11 @@ def test_main_process_alone_writes_the_run_folder_and_cache(launched):
 
 
 def test_saved_model_reloads_with_prior_and_scores_like_one_process(launched):
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.data import load_data
+    from priorkit.config import load_config
+    from priorkit.training.data import load_data
     from priorkit import load_model
-    from priorkit.pipeline.plan import plan_for_run
-    from priorkit.pipeline.train import evaluate_run
+    from priorkit.training.plan import plan_for_run
+    from priorkit.training.train import evaluate_run
 
     config, out, _, _ = launched
     run_dir = out / "paper" / "frac1" / "seed0"

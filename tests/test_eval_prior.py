@@ -11,7 +11,7 @@ from scipy.stats import pearsonr, spearmanr
 
 import priorkit
 from priorkit.errors import DataFormatError, PriorkitError, ResourceError
-from priorkit.prior_eval import (
+from priorkit.providers.prior_eval import (
     correlations,
     evaluate,
     pair_values,

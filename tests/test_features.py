@@ -1,4 +1,4 @@
-"""Knowledge as token features (priorkit.features): matches, alignment, control, the gated
+"""Knowledge as token features (priorkit.channels.features): matches, alignment, control, the gated
 input, save/reload, pipeline checks and an outside plug-in.  Real ontologies (hand-made OBO
 files, HPO + MeSH), the real MiniLM tokenizer, a tiny random BERT for the model side."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ import priorkit
 from priorkit import Match
 from priorkit.align import load_tokenizer
 from priorkit.errors import PriorkitError, ProviderOutputError
-from priorkit.features import FeatureConfig
-from priorkit.plugins import PriorkitPluginManager
+from priorkit.channels.features import FeatureConfig
+from priorkit.providers.plugins import PriorkitPluginManager
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "tests" / "fixtures" / "ontology" / "mini.obo"
@@ -176,7 +176,7 @@ def test_bad_plugin_matches_are_caught_with_its_name(capitals_dir, bad, words):
 
 
 def test_outside_plugin_gives_token_features(capitals_dir, minilm_tokenizer):
-    from priorkit.features import FeatureBuilder
+    from priorkit.channels.features import FeatureBuilder
 
     pm = PriorkitPluginManager(plugins_dir=capitals_dir, load_entry_points=False)
     provider = pm.get_provider("capitals")
@@ -197,7 +197,7 @@ def test_overriding_matches_is_refused():
 
 # ---- features on tokens ---------------------------------------------------------
 def test_word_pieces_inherit_and_b_only_on_the_first_piece(two_trees, minilm_tokenizer):
-    from priorkit.features import FeatureBuilder
+    from priorkit.channels.features import FeatureBuilder
 
     builder = FeatureBuilder(two_trees, FeatureConfig(), minilm_tokenizer, max_length=64)
     words = ["Cocaine", "and", "heparin", "toxicity", "caused", "a", "seizure"]
@@ -222,7 +222,7 @@ def test_word_pieces_inherit_and_b_only_on_the_first_piece(two_trees, minilm_tok
 
 
 def test_groups_select_columns_and_concept_buckets_are_stable(two_trees, minilm_tokenizer):
-    from priorkit.features import FeatureBuilder, concept_bucket
+    from priorkit.channels.features import FeatureBuilder, concept_bucket
 
     builder = FeatureBuilder(two_trees, FeatureConfig(groups=["mesh:D"], concept_buckets=64), minilm_tokenizer)
     batch = builder.encode([["cocaine", "and", "seizure"]])
@@ -237,7 +237,7 @@ def test_groups_select_columns_and_concept_buckets_are_stable(two_trees, minilm_
 
 def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees):
     from priorkit_plugins.controls import RandomSpansProvider, random_spans
-    from priorkit.features import FeatureBuilder
+    from priorkit.channels.features import FeatureBuilder
 
     words = "Cocaine and heparin toxicity caused a seizure in the rats of this study".split()
     real = two_trees.matches(words)
@@ -261,7 +261,7 @@ def test_random_spans_keep_count_lengths_groups_and_are_deterministic(two_trees)
 
 # ---- the model side ------------------------------------------------------------
 def test_gated_input_starts_as_an_exact_no_op_and_gets_gradients(tiny_ner, two_trees, one_torch_thread):
-    from priorkit.features import FeatureBuilder, attach_for, detach_features, feature_module
+    from priorkit.channels.features import FeatureBuilder, attach_for, detach_features, feature_module
 
     tokenizer = load_tokenizer(str(tiny_ner))
     builder = FeatureBuilder(two_trees, FeatureConfig(concept_buckets=16), tokenizer, max_length=32)
@@ -295,7 +295,7 @@ def test_gated_input_starts_as_an_exact_no_op_and_gets_gradients(tiny_ner, two_t
 
 
 def test_feature_dropout_only_in_training():
-    from priorkit.features import TokenFeatureInput
+    from priorkit.channels.features import TokenFeatureInput
 
     module = TokenFeatureInput(2, 4, dropout=0.5, gate="scalar")
     with torch.no_grad():
@@ -313,8 +313,8 @@ def test_features_restored_bit_for_bit_after_reload(tiny_ner, two_trees, tmp_pat
     """The features channel describes itself, is restored from that description and takes its
     weights from the model's own model.safetensors (no side file)."""
     from priorkit.channels import Context
-    from priorkit.channels.features import FeatureChannel
-    from priorkit.features import FeatureBuilder, feature_module
+    from priorkit.channels.features.channel import FeatureChannel
+    from priorkit.channels.features import FeatureBuilder, feature_module
 
     tokenizer = load_tokenizer(str(tiny_ner))
     path = Path(two_trees.params["path"])
@@ -381,7 +381,7 @@ data:
      "has no concept matches"),
 ])
 def test_pipeline_feature_errors_name_file_and_line(tmp_path, body, line, field, words):
-    from priorkit.pipeline.config import ConfigError, load_config
+    from priorkit.config import ConfigError, load_config
 
     path = _pipeline(tmp_path, body)
     with pytest.raises(ConfigError) as exc:
@@ -391,8 +391,8 @@ def test_pipeline_feature_errors_name_file_and_line(tmp_path, body, line, field,
 
 
 def test_features_only_setting_and_sweep_overrides(tmp_path):
-    from priorkit.pipeline.config import load_config, prior_settings
-    from priorkit.pipeline.plan import prior_identity
+    from priorkit.config import load_config, prior_settings
+    from priorkit.training.plan import prior_identity
 
     path = _pipeline(tmp_path, NER + textwrap.dedent("""\
         prior:
@@ -418,7 +418,7 @@ def test_features_only_setting_and_sweep_overrides(tmp_path):
 
 
 def test_shipped_features_pipeline(tmp_path):
-    from priorkit.pipeline.config import load_config, prior_settings
+    from priorkit.config import load_config, prior_settings
 
     cfg = load_config(ROOT / "pipelines" / "bc5cdr-features.yaml")
     s = prior_settings(cfg)
@@ -429,7 +429,7 @@ def test_shipped_features_pipeline(tmp_path):
 
 
 def test_dictionary_baseline_scores_the_matcher(two_trees):
-    from priorkit.features.baseline import dictionary_scores, group_entities
+    from priorkit.evaluation.dictionary_baseline import dictionary_scores, group_entities
 
     examples = [
         {"words": ["cocaine", "caused", "a", "seizure"], "tags": ["B-Chemical", "O", "O", "B-Disease"]},
@@ -446,7 +446,7 @@ def test_dictionary_baseline_scores_the_matcher(two_trees):
 
 
 def test_tune_space_addresses_feature_fields(tmp_path):
-    from priorkit.pipeline.config import config_from_dict, load_config
+    from priorkit.config import config_from_dict, load_config
     from priorkit.tune.space import apply, dimensions
 
     path = _pipeline(tmp_path, NER + textwrap.dedent("""\
@@ -470,10 +470,10 @@ def test_tune_space_addresses_feature_fields(tmp_path):
 
 def test_pipeline_trains_features_and_load_model_restores_them(tmp_path, tiny_bert_dir, two_trees,
                                                               one_torch_thread):
-    from priorkit.features import feature_module
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.channels.features import feature_module
+    from priorkit.config import config_from_dict
+    from priorkit.training.data import load_data
+    from priorkit.training.steps import run_pipeline
 
     raw = {
         "name": "tiny-features",
@@ -520,9 +520,9 @@ def test_one_collator_adds_features_to_prior_batches(two_trees, minilm_tokenizer
     channel aligns it (its aligned store skips the aligning in the second epoch) and the
     feature tensors equal the feature builder's own encoding."""
     from priorkit import PriorBuilder, PriorCollator
-    from priorkit.channels.attention import AttentionChannel
-    from priorkit.channels.features import FeatureChannel
-    from priorkit.features import FeatureBuilder
+    from priorkit.channels.attention.channel import AttentionChannel
+    from priorkit.channels.features.channel import FeatureChannel
+    from priorkit.channels.features import FeatureBuilder
 
     prior = PriorBuilder(minilm_tokenizer, two_trees, layout="full", truncation=True, max_length=16)
     features = FeatureBuilder(two_trees, FeatureConfig(), minilm_tokenizer, max_length=16)

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import priorkit
-from priorkit.channels.attention import AttentionChannel
-from priorkit.channels.features import FeatureChannel, summary
-from priorkit.features import FeatureBuilder, FeatureConfig
+from priorkit.channels.attention.channel import AttentionChannel
+from priorkit.channels.features.channel import FeatureChannel, summary
+from priorkit.channels.features import FeatureBuilder, FeatureConfig
 from priorkit.inference import manifest as mf
 
 TWO_TREES = """\
@@ -125,7 +125,7 @@ def test_a_format_2_folder_with_side_files_loads_through_the_converter(tmp_path,
     converts it; load_model predicts exactly what the saved model computed."""
     from safetensors.torch import save_file
 
-    from priorkit.features import feature_module
+    from priorkit.channels.features import feature_module
 
     info, _, provider = _saved_folder(tmp_path, minilm_tokenizer, obo, attention=True,
                                       config=FeatureConfig(concept_buckets=8))

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import priorkit
-from priorkit.spec import PriorSpec
+from priorkit.providers.spec import PriorSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,8 +34,8 @@ def tiny_bert(tiny_bert_dir):
 
 
 def train(tmp: Path, model: Path, body: str) -> Path:
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import load_config
+    from priorkit.training.steps import run_pipeline
 
     path = tmp / "p.yaml"
     path.write_text(f"name: t\noutput_dir: {tmp / 'runs'}\nmodel: {{name_or_path: {model}, max_length: 24}}\n"
@@ -204,7 +204,7 @@ def test_ner_predicts_tags_per_word_and_entity_spans(ner_run, tmp_path):
 
 
 def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts_run, tmp_path):
-    from priorkit.decoding import decode_tags
+    from priorkit.decode.decoding import decode_tags
 
     info = json.loads((ner_run / "model" / "priorkit.json").read_text())
     assert info["task"]["decode"] == "argmax"  # the run's task.decode
@@ -246,8 +246,8 @@ def test_ner_viterbi_decoding_from_the_manifest_the_api_and_the_cli(ner_run, sts
 
 
 def test_predict_joins_fragments_and_reads_the_document_with_a_dictionary(ner_run, tmp_path):
-    from priorkit.pipeline.config import PosthocConfig
-    from priorkit.pipeline.posthoc import add_document_matches, dictionary_tags, document_tags, join_fragments
+    from priorkit.config import PosthocConfig
+    from priorkit.evaluation.posthoc import add_document_matches, dictionary_tags, document_tags, join_fragments
 
     mini = Path(__file__).parent / "fixtures" / "ontology" / "mini.obo"
     sentences = [s.split() for s in ("Cor pulmonale ( CP ) was seen .", "The CP worsened with arrhythmia .",
@@ -280,7 +280,7 @@ def test_predict_joins_fragments_and_reads_the_document_with_a_dictionary(ner_ru
               "--document", "1", "--dictionary-types", "{mini: Disease")
     assert bad.returncode == 2 and "--dictionary-types" in bad.stderr and "not JSON" in bad.stderr
     # last, the model's own finds carried to their repeats: what a sweep arm's propagate does
-    from priorkit.pipeline.posthoc import propagate
+    from priorkit.evaluation.posthoc import propagate
 
     carried = tmp_path / "carried.jsonl"
     result = cli("predict", str(ner_run), str(words), "--input-format", "conll", "--dictionary", str(mini),
@@ -300,7 +300,7 @@ def ner_plain_run(tmp_path_factory, tiny_bert):
 
 
 def test_an_ensemble_mixes_word_log_probabilities(ner_run, ner_plain_run, sts_run, tmp_path):
-    from priorkit.decoding import decode_tags, log_softmax
+    from priorkit.decode.decoding import decode_tags, log_softmax
     from priorkit.inference import Ensemble
 
     sentences = [["Aspirin", "causes", "nausea", "."], "lithium carbonate causes renal failure".split()]

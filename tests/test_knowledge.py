@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import priorkit
-from priorkit.calibration import CalibrateConfig, calibrate, form_of, gold_spans, typed_matches
+from priorkit.supervision.calibration import CalibrateConfig, calibrate, form_of, gold_spans, typed_matches
 from priorkit.errors import PriorkitError
-from priorkit.pipeline.config import ConfigError, config_from_dict, load_config
+from priorkit.config import ConfigError, config_from_dict, load_config
 
 TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 
@@ -102,7 +102,7 @@ def test_the_calibrated_provider_leaves_out_the_dropped_forms_and_whole_groups(o
 
 # ---- knowledge dropout -------------------------------------------------------------------
 def test_knowledge_dropout_hides_whole_mentions_at_its_rate():
-    from priorkit.features.model import keep_mentions
+    from priorkit.channels.features.model import keep_mentions
 
     f = torch.zeros(1, 10, 4)
     f[0, 1, 0] = f[0, 2, 1] = f[0, 3, 1] = 1  # mention A: tokens 1-3 (group 0)
@@ -135,7 +135,7 @@ def _tiny_token_model(tokenizer):
 def test_edge_noise_moves_a_mentions_bounds_by_one_token():
     import random
 
-    from priorkit.features.model import move_edges
+    from priorkit.channels.features.model import move_edges
 
     f = torch.zeros(1, 10, 4)
     f[0, 2, 0] = f[0, 3, 1] = f[0, 4, 1] = 1  # mention A: tokens 2-4 (group 0)
@@ -163,8 +163,8 @@ def test_edge_noise_moves_a_mentions_bounds_by_one_token():
 
 
 def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
-    from priorkit.features.config import FeatureConfig
-    from priorkit.features.model import attach_features
+    from priorkit.channels.features.config import FeatureConfig
+    from priorkit.channels.features.model import attach_features
 
     model = _tiny_token_model(minilm_tokenizer)
     module = attach_features(model, 2, dropout=0.0, edge_noise=0.9)
@@ -185,7 +185,7 @@ def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
 
 
 def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
-    from priorkit.features.model import attach_features
+    from priorkit.channels.features.model import attach_features
 
     model = _tiny_token_model(minilm_tokenizer)
     module = attach_features(model, 4, dropout=0.0, mention_dropout=0.5)
@@ -207,9 +207,9 @@ def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
 
 
 def test_knowledge_dropout_of_the_attention_prior_hides_whole_mentions(minilm_tokenizer, ontology):
-    from priorkit.channels.attention import drop_mentions
+    from priorkit.channels.attention.channel import drop_mentions
 
-    from priorkit.spec import PriorSpec
+    from priorkit.providers.spec import PriorSpec
 
     spec = PriorSpec(provider="ontology", params=CONCEPT, layout="full", keys="strip", neutral=0.5, within="known")
     builder = priorkit.PriorBuilder.from_spec(spec, minilm_tokenizer, provider=ontology)
@@ -238,9 +238,9 @@ def test_knowledge_dropout_of_the_attention_prior_hides_whole_mentions(minilm_to
 def test_outside_weight_weighs_the_entity_words_without_a_match(minilm_tokenizer, ontology):
     from types import SimpleNamespace
 
-    from priorkit.channels.features import FeatureChannel
-    from priorkit.features.builder import FeatureBuilder
-    from priorkit.features.config import FeatureConfig
+    from priorkit.channels.features.channel import FeatureChannel
+    from priorkit.channels.features.builder import FeatureBuilder
+    from priorkit.channels.features.config import FeatureConfig
 
     # "cocaine" and "hypotension" are dictionary matches; "PAN" (an abbreviation it lacks) is not
     words = "cocaine induced severe hypotension and PAN toxicity".split()
@@ -270,7 +270,7 @@ def test_outside_weight_weighs_the_entity_words_without_a_match(minilm_tokenizer
 
 # ---- the teacher's labels ----------------------------------------------------------------
 def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
-    from priorkit.silver.teacher import confident_tags
+    from priorkit.supervision.silver.teacher import confident_tags
 
     tags = "B-Disease I-Disease O B-Chemical O".split()
     assert confident_tags(tags, [0.99, 0.95, 0.97, 0.99, 0.5], 0.9) == \
@@ -284,7 +284,7 @@ def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
 
 
 def test_merge_rules_of_teacher_and_dictionary():
-    from priorkit.silver.teacher import merge_labels
+    from priorkit.supervision.silver.teacher import merge_labels
 
     teacher = "B-Disease I-Disease ? O ? ?".split()
     dictionary = "B-Disease O B-Chemical I-Chemical O B-Chemical".split()
@@ -318,7 +318,7 @@ def _raw(tmp_path, **extra):
 
 
 def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
-    from priorkit.pipeline.data import load_data
+    from priorkit.training.data import load_data
 
     splits = load_data(config_from_dict(_raw(tmp_path, data__entity_types=["Disease"])))
     for split in splits.values():
@@ -355,7 +355,7 @@ def test_bad_knowledge_settings_stop_with_their_file_and_line(tmp_path, field, v
 
 
 def test_a_teacher_of_another_task_is_refused_with_its_folder(tmp_path, tiny_bert_dir):
-    from priorkit.silver.teacher import TeacherLabeller
+    from priorkit.supervision.silver.teacher import TeacherLabeller
 
     class Predictor:  # the attributes TeacherLabeller reads of priorkit.load_model's result
         task_type, labels = "token-classification", ["O", "B-Gene", "I-Gene"]
@@ -370,7 +370,7 @@ def test_a_teacher_of_another_task_is_refused_with_its_folder(tmp_path, tiny_ber
 def test_the_teacher_setting_replaces_fields_of_the_run_setting(tmp_path):
     import dataclasses
 
-    from priorkit.pipeline.config.checks import teacher_prior
+    from priorkit.config.checks import teacher_prior
 
     raw = _raw(tmp_path)
     raw["prior"]["calibrate"] = {"threshold": 0.5}
@@ -393,7 +393,7 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
                                                                                  one_torch_thread, capsys):
     import dataclasses
 
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     raw = _raw(tmp_path)
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
@@ -422,7 +422,7 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
     desc = json.loads((run / "model" / "priorkit.json").read_text())
     assert cal["dropped"] > 0 and "calibrated" in json.dumps(desc)  # the features read the calibrated
     # dictionary, at predict time too
-    from priorkit.pipeline.dictionary_report import dictionary_rows
+    from priorkit.evaluation.dictionary_report import dictionary_rows
 
     rows = [{"prior": "kd", "fraction": 0.5, "seed": 0, "run_dir": str(run)}]
     table = dictionary_rows(dataclasses.replace(cfg, sweep=dataclasses.replace(cfg.sweep, split="eval")), rows)
@@ -434,7 +434,7 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
 
 
 def test_a_teacher_without_token_features_labels_for_a_student_with_them(tmp_path, tiny_bert_dir, one_torch_thread):
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     raw = _raw(tmp_path)
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
@@ -454,8 +454,8 @@ def test_a_teacher_trained_before_in_the_pipeline_is_copied_not_trained_again(tm
                                                                               one_torch_thread):
     from safetensors.torch import load_file
 
-    from priorkit.pipeline.config.checks import teacher_prior
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config.checks import teacher_prior
+    from priorkit.training.steps import run_pipeline
 
     raw = _raw(tmp_path)
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
@@ -490,7 +490,7 @@ def _recall_rows(arm: str, outside: list[float], fraction: float = 0.1) -> list[
 
 
 def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
-    from priorkit.pipeline.dictionary_report import DICTIONARY_ROW, blind_spots, markdown
+    from priorkit.evaluation.dictionary_report import DICTIONARY_ROW, blind_spots, markdown
 
     rows = (_recall_rows("none", [48.0, 46.0, 47.0]) + _recall_rows("st-branch", [35.0, 36.0, 47.5])
             + _recall_rows("features", [47.5, 45.5, 46.5]) + _recall_rows("late", [10.0], fraction=1.0)

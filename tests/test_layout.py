@@ -62,8 +62,8 @@ def test_word_keys_import_and_work_without_torch():
     body = """
 from priorkit.align.words import WordKeys
 from priorkit.precompute import collect_pairs
-from priorkit.spec import PriorSpec
-from priorkit.provider import PriorProvider
+from priorkit.providers.spec import PriorSpec
+from priorkit.providers.base import PriorProvider
 import numpy as np
 
 class Ones(PriorProvider):
@@ -92,7 +92,7 @@ def test_the_old_import_paths_are_gone():
     """The deprecated shims were removed before any release: the old paths do not import."""
     import importlib
 
-    for old in ("priorkit.distributed", "priorkit.words", "priorkit.evaluate", "priorkit.pipeline.dist"):
+    for old in ("priorkit.distributed", "priorkit.words", "priorkit.evaluate", "priorkit.training.dist"):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(old)
 

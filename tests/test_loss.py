@@ -1,4 +1,4 @@
-"""The training loss through the channels' one hook (priorkit/pipeline/loss.py): the data's
+"""The training loss through the channels' one hook (priorkit/training/loss.py): the data's
 ``label_weights`` times each channel's ``token_loss_weights``, plus each channel's
 ``extra_loss`` (the ``supervise`` mode's KL), checked against a direct computation on a real
 tiny model; and a channel from outside the package that weighs the loss -- one plug-in file,
@@ -15,7 +15,7 @@ import torch
 
 import priorkit
 from priorkit.channels import Channel
-from priorkit.pipeline.loss import task_loss, weighted_loss
+from priorkit.training.loss import task_loss, weighted_loss
 from support.ontologies import TREES
 
 PLUGIN = Path(__file__).resolve().parent / "support" / "plugins" / "match_weight_channel.py"
@@ -47,7 +47,7 @@ def tagger(tiny_bert_dir):
 @pytest.fixture(scope="module")
 def silver_batch(minilm_tokenizer):
     from priorkit.collator import PriorCollator
-    from priorkit.silver import silver_rows
+    from priorkit.supervision.silver import silver_rows
 
     gold = {"words": ["aspirin", "causes", "renal", "failure"], "labels": [1, 0, 2, 2]}
     silver = silver_rows([["lithium", "helps"]], [["B-X", "O"]], {"O": 0, "B-X": 1, "B-Y": 2}, weight=0.25,
@@ -112,7 +112,7 @@ def test_per_example_weights_on_a_sequence_task_and_the_supervise_term_through_e
     from transformers import BertForSequenceClassification
 
     from priorkit.attention import enable_prior_attention, supervision_loss
-    from priorkit.channels.attention import AttentionChannel
+    from priorkit.channels.attention.channel import AttentionChannel
     from priorkit.collator import PriorCollator
 
     torch.manual_seed(0)
@@ -163,7 +163,7 @@ def test_the_loss_keys_never_reach_the_model(tagger, silver_batch):
 
 
 def _config(tmp_path, tiny_bert_dir, channels):
-    from priorkit.pipeline.config import config_from_dict
+    from priorkit.config import config_from_dict
 
     obo = tmp_path / "trees.obo"
     obo.write_text(TREES)
@@ -186,7 +186,7 @@ def test_a_plugin_channel_that_weighs_the_loss_trains_saves_reloads_shows_and_pr
     from click.testing import CliRunner
 
     from priorkit.cli import cli
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     plugins = tmp_path / "plugins"
     plugins.mkdir(mode=0o755)

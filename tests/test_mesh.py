@@ -233,9 +233,9 @@ def test_within_known_marks_only_mentions(minilm_tokenizer):
 def test_pipeline_within_reaches_the_builder_and_keeps_old_keys(tmp_path, minilm_tokenizer):
     """`prior.within` in a pipeline file: checked, handed to PriorBuilder, absent from the
     identity of settings that keep the default (their trained runs stay valid)."""
-    from priorkit.pipeline.config import ConfigError, load_config, resolve_sweep_priors
-    from priorkit.pipeline.plan import prior_identity
-    from priorkit.pipeline.wiring import make_builder
+    from priorkit.config import ConfigError, load_config, resolve_sweep_priors
+    from priorkit.training.plan import prior_identity
+    from priorkit.training.wiring import make_builder
 
     cfg = load_config(Path(__file__).parent.parent / "pipelines" / "bc5cdr-mesh.yaml",
                       ["prior.cache=null"])

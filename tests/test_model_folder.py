@@ -60,8 +60,8 @@ def test_a_features_and_attention_folder_holds_one_priorkit_file(tmp_path, tiny_
     import torch
     from safetensors.torch import load_file
 
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import config_from_dict
+    from priorkit.training.steps import run_pipeline
 
     monkeypatch.chdir(ROOT)
     raw = {

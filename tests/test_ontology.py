@@ -530,7 +530,7 @@ def test_index_in_a_world_writable_folder_is_not_read(tmp_path):
 # ---- the vectorised pair path (issue 13) -----------------------------------------------
 def _reference_pairs(p: OntologyProvider, left, right) -> np.ndarray:
     """The slow path it replaced: pairs grouped by left phrase, one ``compute`` per group."""
-    from priorkit.provider import PriorProvider
+    from priorkit.providers.base import PriorProvider
 
     return PriorProvider.compute_pairs(p, left, right)
 

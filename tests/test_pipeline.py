@@ -17,7 +17,7 @@ import numpy as np
 import priorkit
 import pytest
 
-from priorkit.pipeline.config import ConfigError, config_from_dict, load_config, parse_yaml, prior_settings
+from priorkit.config import ConfigError, config_from_dict, load_config, parse_yaml, prior_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -199,7 +199,7 @@ def test_shipped_pipeline_set_is_complete():
 # subsets and metrics
 # ---------------------------------------------------------------------------
 def test_fraction_subsets_are_nested_and_seeded():
-    from priorkit.pipeline.data import fraction_indices
+    from priorkit.training.data import fraction_indices
 
     small = fraction_indices(1000, 0.05, mode="nested", seed=1, subset_seed=0)
     large = fraction_indices(1000, 0.1, mode="nested", seed=2, subset_seed=0)
@@ -243,8 +243,8 @@ def test_classification_f1_fallback_matches_sklearn(n_labels):
 
 
 def test_ner_scoring_counts_truncated_words_as_missed():
-    from priorkit.pipeline.config import TaskConfig
-    from priorkit.pipeline.tasks import TokenClassificationTask
+    from priorkit.config import TaskConfig
+    from priorkit.training.tasks import TokenClassificationTask
 
     task = TokenClassificationTask(TaskConfig(type="token-classification"))
     examples = [{"words": ["Aspirin", "causes", "severe", "headache", "here"],
@@ -283,7 +283,7 @@ class _Crash:
 
 
 def test_run_writes_metrics_skips_on_rerun_and_refuses_changed_settings(tmp_path, tiny_model):
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     cfg = config_from_dict(stsb_config(tmp_path, tiny_model))
     first = run_pipeline(cfg, log=lambda s: None)
@@ -311,7 +311,7 @@ def test_run_writes_metrics_skips_on_rerun_and_refuses_changed_settings(tmp_path
 
 
 def test_interrupted_training_resumes_to_the_same_model(tmp_path, tiny_model):
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     def cfg(sub):
         return config_from_dict(stsb_config(tmp_path / sub, tiny_model, train={
@@ -337,7 +337,7 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
     from safetensors.torch import load_file
     from transformers import AutoModelForSequenceClassification
 
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
     from priorkit.metrics import regression_metrics
 
     raw = stsb_config(tmp_path, tiny_model)
@@ -355,7 +355,7 @@ def test_reloaded_model_restores_prior_settings_and_scores(tmp_path, tiny_model)
         assert match and torch.equal(match[0].detach(), value)
         assert not torch.allclose(value, torch.ones_like(value))  # the gates were trained
     # the reloaded model reproduces the scores of the evaluate step
-    from priorkit.pipeline.data import load_data
+    from priorkit.training.data import load_data
 
     eval_examples = load_data(cfg)["eval"].examples
     pred = np.stack(trained.logits(eval_examples))
@@ -376,9 +376,9 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
     and the rest of the model is untouched by the split."""
     import torch
 
-    from priorkit.pipeline.steps import run_pipeline
-    from priorkit.pipeline.plan import plan_for_run
-    from priorkit.pipeline.trainer import channel_param_group
+    from priorkit.training.steps import run_pipeline
+    from priorkit.training.plan import plan_for_run
+    from priorkit.training.trainer import channel_param_group
 
     raw = stsb_config(tmp_path, tiny_model, train__learning_rate=1e-4, train__epochs=2)
     raw["prior"] = {"name": "paper", "preset": "paper"}
@@ -420,8 +420,8 @@ def test_gate_learning_rate_gives_the_gates_their_own_group(tmp_path, tiny_model
 def test_ner_run_reports_seqeval_entity_scores(tmp_path, tiny_model):
     from seqeval.metrics import f1_score
 
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.data import load_data
+    from priorkit.training.steps import run_pipeline
 
     raw = {
         "name": "tiny-ner",
@@ -562,7 +562,7 @@ def test_pair_classification_from_jsonl_with_column_mapping_via_cli(tmp_path, ti
 
 def test_hf_dataset_ids_need_the_datasets_package(tmp_path):
     from priorkit.errors import ResourceError
-    from priorkit.pipeline.data import load_data
+    from priorkit.training.data import load_data
 
     try:
         import datasets  # noqa: F401
@@ -581,7 +581,7 @@ def test_every_config_field_is_documented():
     import dataclasses
     import typing
 
-    from priorkit.pipeline import config as C
+    from priorkit import config as C
 
     doc = (ROOT / "docs" / "pipelines.md").read_text()
     missing = []
@@ -606,7 +606,7 @@ def test_every_config_field_is_documented():
 def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
     """A kill while a checkpoint is written can leave an empty trainer_state.json: resume from
     the newest whole checkpoint instead of failing on it."""
-    from priorkit.pipeline.train import last_checkpoint
+    from priorkit.training.train import last_checkpoint
 
     for step, state in ((2, '{"global_step": 2}'), (4, "")):
         ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"

@@ -15,8 +15,8 @@ import pytest
 
 from priorkit.cli import main
 from priorkit.errors import DataFormatError, PriorkitError
-from priorkit.pipeline.config import ConfigError, load_config
-from priorkit.pipeline.data import load_data
+from priorkit.config import ConfigError, load_config
+from priorkit.training.data import load_data
 
 DATA = "data:\n  train: {source: stsb}\n  eval: {source: stsb, split: dev}\n"  # lines 1-3
 
@@ -221,8 +221,8 @@ def test_unlabeled_devel_split_stops_at_its_line(tmp_path):
 def test_unlabeled_text_is_compared_by_its_words_not_its_name(tmp_path):
     """A file under any name holding two test sentences (re-joined, one a line) is caught;
     transductive: true lets it through on purpose."""
-    from priorkit.pipeline.config import DataSource
-    from priorkit.pipeline.data import read_source, slice_examples
+    from priorkit.config import DataSource
+    from priorkit.training.data import read_source, slice_examples
 
     src = DataSource(source="bc5cdr", split="test", sample=50)
     test = [e["words"] for e in slice_examples(read_source(src)[0], src) if len(e["words"]) >= 5]

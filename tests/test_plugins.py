@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import priorkit
 from priorkit.errors import PluginError, ProviderOutputError, UnknownProviderError
-from priorkit.plugins import PriorkitPluginManager, get_plugin_manager
+from priorkit.providers.plugins import PriorkitPluginManager, get_plugin_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = {"wordnet", "conceptnet", "ontology", "embedding", "combine"}

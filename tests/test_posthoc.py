@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from priorkit.pipeline.config import ConfigError, load_config
-from priorkit.pipeline.posthoc import add_document_matches, join_fragments, merge, propagate
-from priorkit.pipeline.predictions import entity_counts
-from priorkit.pipeline.tasks import ner_metrics
+from priorkit.config import ConfigError, load_config
+from priorkit.evaluation.posthoc import add_document_matches, join_fragments, merge, propagate
+from priorkit.training.predictions import entity_counts
+from priorkit.training.tasks import ner_metrics
 from priorkit.stats import bootstrap_f1_delta, f1_from_counts
 
 MODEL = ["B-Chemical", "I-Chemical", "O", "O", "O", "B-Disease", "O"]
@@ -106,8 +106,8 @@ def test_document_tags_carry_abbreviations_to_the_next_sentences():
     from pathlib import Path
 
     from priorkit.errors import PriorkitError
-    from priorkit.pipeline.config import PosthocConfig
-    from priorkit.pipeline.posthoc import document_tags
+    from priorkit.config import PosthocConfig
+    from priorkit.evaluation.posthoc import document_tags
 
     mini = str(Path(__file__).parent / "fixtures" / "ontology" / "mini.obo")
     arm = PosthocConfig(params={"path": mini, "cache": False}, types={"mini": "Disease"})
@@ -117,7 +117,7 @@ def test_document_tags_carry_abbreviations_to_the_next_sentences():
     assert document_tags(arm, doc, [3], window=-1) == [["B-Disease", "O"]]  # -1: to the end
     # the sentence-level matches do not see it at all
     import priorkit
-    from priorkit.silver.label import group_entities
+    from priorkit.supervision.silver.label import group_entities
 
     provider = priorkit.get_provider("ontology", path=mini, cache=False)
     assert group_entities(provider.matches(doc[1]), 4, {"mini": "Disease"}) == ["O"] * 4
@@ -128,8 +128,8 @@ def test_document_tags_carry_abbreviations_to_the_next_sentences():
 
 
 def test_document_context_gives_the_sampled_sentences_their_neighbours(tmp_path):
-    from priorkit.pipeline.config import DataSource
-    from priorkit.pipeline.data import document_context, read_source, slice_examples
+    from priorkit.config import DataSource
+    from priorkit.training.data import document_context, read_source, slice_examples
 
     path = _conll(tmp_path / "d.conll", 3)  # 18 sentences
     src = DataSource(path=str(path), format="conll", sample=5, sample_seed=3)
@@ -142,9 +142,9 @@ def test_document_context_gives_the_sampled_sentences_their_neighbours(tmp_path)
 
 
 def test_an_arm_reading_the_whole_split_is_redone_when_an_unsampled_sentence_changes(tmp_path):
-    from priorkit.pipeline.config import PosthocConfig
-    from priorkit.pipeline.data import document_context, load_data
-    from priorkit.pipeline.posthoc import _key
+    from priorkit.config import PosthocConfig
+    from priorkit.training.data import document_context, load_data
+    from priorkit.evaluation.posthoc import _key
 
     path = _conll(tmp_path / "test.conll", 3)  # 18 sentences, 5 sampled
     text = NER.replace("  eval: {source: bc5cdr, split: devel}\n",
@@ -166,8 +166,8 @@ def test_an_arm_reading_the_whole_split_is_redone_when_an_unsampled_sentence_cha
 
 
 def test_fragments_stay_out_of_the_key_of_arms_made_before_it():
-    from priorkit.pipeline.config import PosthocConfig
-    from priorkit.pipeline.posthoc import _NEW_DEFAULTS
+    from priorkit.config import PosthocConfig
+    from priorkit.evaluation.posthoc import _NEW_DEFAULTS
 
     assert _NEW_DEFAULTS["fragments"] is False and PosthocConfig().fragments is False
     assert _NEW_DEFAULTS["document"] is None and PosthocConfig().document is None
@@ -308,7 +308,7 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     from click.testing import CliRunner
 
     from priorkit.cli import cli
-    from priorkit.pipeline.predictions import read_predictions
+    from priorkit.training.predictions import read_predictions
 
     from pathlib import Path
 
@@ -360,7 +360,7 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     words = [[line.split("\t")[0] for line in block.split("\n") if line]
              for block in test.read_text().strip().split("\n\n")]
     import priorkit
-    from priorkit.features.baseline import group_entities
+    from priorkit.evaluation.dictionary_baseline import group_entities
 
     provider = priorkit.get_provider("ontology", path=str(mini), cache=False)
     dict_tags = [group_entities(provider.matches(w), len(w), {"mini": "Disease"}) for w in words]
@@ -377,10 +377,10 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
             assert float(rows[(arm, seed)]["test_f1"]) == pytest.approx(m["metrics"]["test"]["f1"])
             assert m["posthoc"]["of"] == "none" and m["train"]["steps"] == 0
         # calibrated: the dictionary without the forms the run's own gold subset shows wrong
-        from priorkit.calibration import calibrate
-        from priorkit.pipeline.config import load_config
-        from priorkit.pipeline.data import load_data
-        from priorkit.pipeline.plan import RunPlan
+        from priorkit.supervision.calibration import calibrate
+        from priorkit.config import load_config
+        from priorkit.training.data import load_data
+        from priorkit.training.plan import RunPlan
 
         cfg = load_config(path)
         train_split = load_data(cfg)["train"]
@@ -405,15 +405,15 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         m = json.loads((out / "joined" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
         assert m["posthoc"]["fragments"] is True
         # the union, then the document pass over the whole test file (2 sentences of carry)
-        from priorkit.pipeline.config import PosthocConfig
-        from priorkit.pipeline.posthoc import document_tags
+        from priorkit.config import PosthocConfig
+        from priorkit.evaluation.posthoc import document_tags
 
         doc_arm = PosthocConfig(params={"path": str(mini), "cache": False}, types={"mini": "Disease"})
         doc_tags = document_tags(doc_arm, words, list(range(len(words))), window=2)
         want = [add_document_matches(merge(t, d, "union"), d, x) for t, d, x in zip(tags, dict_tags, doc_tags)]
         assert read_predictions(out / "dict-document" / "frac1" / f"seed{seed}", "test")[0] == want
         # the mix, its document pass, then its own finds carried to their repeats across the whole file
-        from priorkit.pipeline.posthoc import dictionary_steps
+        from priorkit.evaluation.posthoc import dictionary_steps
 
         carried = propagate(dictionary_steps(mixed_tags, dict_tags, False, doc_tags), words, -1, 0.0)
         assert read_predictions(out / "carried" / "frac1" / f"seed{seed}", "test")[0] == carried
@@ -427,7 +427,7 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     assert {r["prior"] for r in dict_rows} >= {"none", "features", "dict-union", "dictionary alone"}
     assert "## Inside and outside the dictionary (test split)" in (out / "results.md").read_text()
     # with a document arm in the sweep, every row also gives recall outside the document-level dictionary
-    from priorkit.pipeline.dictionary_recall import dictionary_recall
+    from priorkit.evaluation.dictionary_recall import dictionary_recall
 
     assert all("recall_other_doc" in r for r in dict_rows)
     doc_arm = PosthocConfig(params={"path": str(mini), "cache": False}, types={"mini": "Disease"})

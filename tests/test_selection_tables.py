@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from priorkit.pipeline.selection import COLUMNS, REASON, markdown, read_selection, unexplained_choices, update_markers
+from priorkit.evaluation.selection import COLUMNS, REASON, markdown, read_selection, unexplained_choices, update_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -162,8 +162,8 @@ def test_a_sweep_on_test_refuses_a_selection_file(tmp_path, tiny_bert_dir):
 def test_print_table_to_a_log_is_not_cut(tmp_path):
     from rich.console import Console
 
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.sweep import TABLE_HEADER, Cell, print_table, table_rows
+    from priorkit.config import load_config
+    from priorkit.evaluation.sweep import TABLE_HEADER, Cell, print_table, table_rows
 
     path = tmp_path / "p.yaml"
     path.write_text("name: a-pipeline-with-a-rather-long-name\ntask: {type: token-classification}\n"

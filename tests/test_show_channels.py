@@ -21,8 +21,8 @@ SENTENCE = "Cocaine and heparin toxicity caused a seizure ."
 
 @pytest.fixture(scope="module")
 def features_run(tmp_path_factory, tiny_bert_dir):
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import config_from_dict
+    from priorkit.training.steps import run_pipeline
 
     tmp = tmp_path_factory.mktemp("feats")
     raw = {

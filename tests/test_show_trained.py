@@ -20,8 +20,8 @@ A, B = "A man is playing a guitar.", "A woman plays the guitar on a stage."
 
 
 def train(tmp: Path, model: Path, prior: str, extra: str = "") -> Path:
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import load_config
+    from priorkit.training.steps import run_pipeline
 
     path = tmp / "p.yaml"
     path.write_text(f"name: t\noutput_dir: {tmp / 'runs'}\nmodel: {{name_or_path: {model}, max_length: 32}}\n"
@@ -179,10 +179,10 @@ def test_show_run_refuses_bad_input_in_one_line(gate_run, tmp_path, capsys):
 
 # --------------------------------------------------------------------------- priorkit run / sweep
 def test_metrics_hold_prior_usage_that_show_reproduces(gate_run, capsys):
-    from priorkit.pipeline import sweep as sw
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.plan import plan_for_run
+    from priorkit.evaluation import sweep as sw
+    from priorkit.config import load_config
+    from priorkit.training.data import load_data
+    from priorkit.training.plan import plan_for_run
 
     usage = json.loads((gate_run / "metrics.json").read_text())["prior_usage"]
     model = priorkit.load_model(gate_run)

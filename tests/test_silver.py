@@ -18,7 +18,7 @@ import torch
 
 import priorkit
 from priorkit.errors import DataFormatError
-from priorkit.pipeline.config import ConfigError, config_from_dict, load_config
+from priorkit.config import ConfigError, config_from_dict, load_config
 from support.ontologies import TREES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +39,8 @@ def bc5cdr_train():
 
 # ---- labelling and the store --------------------------------------------------
 def test_real_matches_become_bio_tags_of_the_mapped_types(ontology, bc5cdr_train, tmp_path):
-    from priorkit.features.baseline import BC5CDR_TYPES, group_entities
-    from priorkit.silver import Labeller, SilverStore, label_sentences
+    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES, group_entities
+    from priorkit.supervision.silver import Labeller, SilverStore, label_sentences
 
     sentences = [e["words"] for e in bc5cdr_train[:30]]
     labeller = Labeller(ontology, BC5CDR_TYPES)
@@ -61,7 +61,7 @@ def test_real_matches_become_bio_tags_of_the_mapped_types(ontology, bc5cdr_train
 
 def test_ignore_turns_unmatched_words_into_minus_100_in_the_encoded_labels(minilm_tokenizer):
     from priorkit.collator import PriorCollator
-    from priorkit.silver import silver_rows
+    from priorkit.supervision.silver import silver_rows
 
     index = {"O": 0, "B-Chemical": 1, "I-Chemical": 2, "B-Disease": 3, "I-Disease": 4}
     words = [["Cocaine", "induced", "renal", "failure"]]
@@ -83,7 +83,7 @@ def test_ignore_turns_unmatched_words_into_minus_100_in_the_encoded_labels(minil
 
 
 def test_mix_counts_gold_epochs_and_silver_passes_or_ratio():
-    from priorkit.silver import mix_rows
+    from priorkit.supervision.silver import mix_rows
 
     gold = [{"words": [f"g{i}"], "labels": [0]} for i in range(10)]
     silver = [{"words": [f"s{i}"], "labels": [0], "silver": True} for i in range(40)]
@@ -100,8 +100,8 @@ def test_the_silver_weight_scales_silver_tokens_in_the_loss(minilm_tokenizer):
     from transformers import BertConfig, BertForTokenClassification
 
     from priorkit.collator import PriorCollator
-    from priorkit.pipeline.loss import weighted_loss
-    from priorkit.silver import silver_rows
+    from priorkit.training.loss import weighted_loss
+    from priorkit.supervision.silver import silver_rows
 
     torch.manual_seed(0)
     model = BertForTokenClassification(BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32,
@@ -151,9 +151,9 @@ def _raw(tmp_path, tiny_bert_dir, silver, obo=None, **prior):
 
 
 def test_the_default_unlabelled_text_is_exactly_the_rest_of_train(tmp_path, tiny_bert_dir):
-    from priorkit.pipeline.data import load_data
-    from priorkit.pipeline.plan import plan_for_run
-    from priorkit.pipeline.silver_stage import unlabeled_sentences
+    from priorkit.training.data import load_data
+    from priorkit.training.plan import plan_for_run
+    from priorkit.training.silver_stage import unlabeled_sentences
 
     cfg = config_from_dict(_raw(tmp_path, tiny_bert_dir, {}))
     splits = load_data(cfg)
@@ -171,7 +171,7 @@ def test_the_default_unlabelled_text_is_exactly_the_rest_of_train(tmp_path, tiny
     ({"recipe": "then-gold", "silver_epochs": 1}, None),
 ])
 def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_torch_thread, obo, silver, features):
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     cfg = config_from_dict(_raw(tmp_path, tiny_bert_dir, silver, obo, features=features))
     result = run_pipeline(cfg, steps=("train", "evaluate"), log=lambda s: None)
@@ -193,9 +193,9 @@ def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_tor
 CHILD = textwrap.dedent("""
     import sys, time, priorkit
     from priorkit.datasets import read_dataset
-    from priorkit.features.baseline import BC5CDR_TYPES
+    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES
     from priorkit.resources import embedded
-    from priorkit.silver import Labeller, SilverStore
+    from priorkit.supervision.silver import Labeller, SilverStore
 
     class Slow(Labeller):
         def tags(self, words):
@@ -209,8 +209,8 @@ CHILD = textwrap.dedent("""
 
 
 def test_labelling_resumes_after_kill_9_with_whole_shards_and_the_same_labels(tmp_path, ontology, bc5cdr_train):
-    from priorkit.features.baseline import BC5CDR_TYPES
-    from priorkit.silver import Labeller, SilverStore
+    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES
+    from priorkit.supervision.silver import Labeller, SilverStore
 
     sentences = [e["words"] for e in bc5cdr_train]
     labeller = Labeller(ontology, BC5CDR_TYPES)
@@ -271,7 +271,7 @@ def test_an_empty_or_unreadable_unlabelled_file_stops_at_file_and_line(tmp_path)
             load_config(path)
         assert str(err.value).startswith(f"{path}:6: data.unlabeled: ") and words in str(err.value)
         assert "\n" not in str(err.value)
-    from priorkit.pipeline.data import load_data
+    from priorkit.training.data import load_data
 
     path = _file(tmp_path, NER + f"  unlabeled: {{path: {blank}, format: text}}\n" + PRIOR)
     with pytest.raises(DataFormatError, match=rf"^{path}:6: data.unlabeled \({blank}\) holds no sentences"):
@@ -279,7 +279,7 @@ def test_an_empty_or_unreadable_unlabelled_file_stops_at_file_and_line(tmp_path)
 
 
 def test_a_type_the_task_does_not_have_stops_at_file_and_line_before_anything_is_written(tmp_path):
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.training.steps import run_pipeline
 
     with_labels = _file(tmp_path, NER.replace("{type: token-classification}",
                                               "{type: token-classification, labels: [O, B-Chemical, I-Chemical]}")
@@ -328,7 +328,7 @@ def test_a_provider_without_matches_and_bad_values_stop_at_file_and_line(tmp_pat
 
 
 def test_the_shipped_silver_pipeline_has_its_arms():
-    from priorkit.pipeline.config import prior_settings
+    from priorkit.config import prior_settings
 
     cfg = load_config(ROOT / "pipelines" / "bc5cdr-silver.yaml")
     s = prior_settings(cfg)

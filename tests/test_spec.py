@@ -9,16 +9,16 @@ import priorkit
 from priorkit.align import PriorBuilder
 from priorkit.align.words import PAPER_STOP_WORDS, WordKeys
 from priorkit.errors import PriorkitError
-from priorkit.spec import PAPER_PROVIDER, PriorSpec
+from priorkit.providers.spec import PAPER_PROVIDER, PriorSpec
 
 PAIRS = [("A man is playing a guitar.", "A woman plays the guitar!"),
          ("Selegiline-induced postural hypotension.", "Low blood pressure, again")]
 
 
 def test_docstring_examples():
-    import priorkit.spec
+    import priorkit.providers.spec
 
-    assert doctest.testmod(priorkit.spec).failed == 0
+    assert doctest.testmod(priorkit.providers.spec).failed == 0
 
 
 def test_paper_preset_is_the_papers_builder(minilm_tokenizer, xia2021):

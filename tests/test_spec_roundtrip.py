@@ -17,7 +17,7 @@ import priorkit
 from priorkit.align import PriorBuilder
 from priorkit.errors import PriorkitError
 from priorkit.inference import manifest as mf
-from priorkit.spec import PriorSpec
+from priorkit.providers.spec import PriorSpec
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PAIRS = [("Abnormality of the heart was seen, the dog barked.", "Heart abnormality and a cat!"),

@@ -122,8 +122,8 @@ def test_the_cycle_finder_sees_a_function_level_circle(tmp_path):
 
 
 def package_of(module: str) -> str:
-    """The package a module belongs to at the top level: ``priorkit.pipeline.config.schema`` ->
-    ``priorkit.pipeline``; a top-level module (``priorkit.collator``) is its own node."""
+    """The package a module belongs to at the top level: ``priorkit.config.schema`` ->
+    ``priorkit.training``; a top-level module (``priorkit.collator``) is its own node."""
     return ".".join(module.split(".")[:2])
 
 
@@ -141,8 +141,8 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def test_no_import_circles_between_packages():
-    """Packages do not import each other either (priorkit.features -> priorkit.pipeline ->
-    priorkit.features would be one, even with no module circle)."""
+    """Packages do not import each other either (priorkit.channels.features -> priorkit.training ->
+    priorkit.channels.features would be one, even with no module circle)."""
     graph = import_graph()
     cycles = find_cycles(package_graph(graph))
     detail = []
@@ -156,16 +156,16 @@ def test_no_import_circles_between_packages():
 
 
 def test_the_package_graph_sees_a_circle_made_of_two_acyclic_module_paths():
-    graph = {"priorkit.features.baseline": {"priorkit.pipeline.tasks"}, "priorkit.pipeline.tasks": set(),
-             "priorkit.pipeline.train": {"priorkit.features.model"}, "priorkit.features.model": set()}
+    graph = {"priorkit.evaluation.dictionary_baseline": {"priorkit.training.tasks"}, "priorkit.training.tasks": set(),
+             "priorkit.training.train": {"priorkit.evaluation.curve"}, "priorkit.evaluation.curve": set()}
     assert find_cycles(graph) == []
-    assert find_cycles(package_graph(graph)) == [["priorkit.features", "priorkit.pipeline"]]
+    assert find_cycles(package_graph(graph)) == [["priorkit.evaluation", "priorkit.training"]]
 
 
 def test_inference_does_not_import_the_pipeline():
     graph = import_graph()
     bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("priorkit.inference")
-                 for t in ts if t.startswith("priorkit.pipeline"))
+                 for t in ts if t.startswith("priorkit.training"))
     assert bad == []
 
 
@@ -209,3 +209,63 @@ def test_the_architecture_table_is_the_package_tree():
             continue  # a package whose modules are listed one by one
         unlisted.append(rel)
     assert unlisted == [], f"modules missing from docs/architecture.md's module table: {unlisted}"
+
+
+def architecture_layers() -> tuple[list[list[str]], dict[str, list[list[str]]]]:
+    """docs/architecture.md's layers, low to high, as dotted names (``x/`` a package, ``x`` a
+    module of priorkit, ``plugins/`` the built-in providers), and the ordered sub-layers of the
+    rooms that have them ("inside it: a, b < c")."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("Layers, low to high", 1)[1].split("\n## ", 1)[0]
+    items = re.split(r"\n(?=\d+\. )", block.split("\n\n", 1)[1].strip())
+    layers, inner = [], {}
+    for item in items:
+        head, _, inside = item.partition("inside it:")
+        names = []
+        for n in re.findall(r"`([^`]+)`", head):
+            if n == "plugins/":
+                names.append("priorkit_plugins")
+            else:
+                names.append("priorkit." + n.rstrip("/"))
+        if "__init__" in head:
+            names.append("priorkit")
+        layers.append(names)
+        if inside:
+            room = names[0]
+            inner[room] = [[f"{room}.{n}" for n in re.findall(r"`([^`]+)`", part)] for part in inside.split("<")]
+    return layers, inner
+
+
+def layer_of(module: str, layers: list[list[str]], inner: dict[str, list[list[str]]]) -> tuple[int, int] | None:
+    """(layer, sub-layer) of a dotted module name: the longest name of the list it is or lies in."""
+    best, where = -1, None
+    for i, names in enumerate(layers):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, where = len(name), (i, name)
+    if where is None:
+        return None
+    i, name = where
+    sub = next((j for j, names in enumerate(inner.get(name, [])) for n in names
+                if module == n or module.startswith(n + ".")), 0)
+    return i, sub
+
+
+def test_no_module_imports_a_higher_layer():
+    """The layers docs/architecture.md draws are the code's: every module lies in one, and none
+    imports a module of a higher layer (or of a later sub-layer of its own room)."""
+    layers, inner = architecture_layers()
+    assert len(layers) > 10 and "priorkit.training" in inner
+    graph = import_graph()
+    unplaced = sorted(m for m in graph if layer_of(m, layers, inner) is None)
+    assert unplaced == [], f"modules in no layer of docs/architecture.md: {unplaced}"
+    up = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                if not m.startswith(t + ".") and layer_of(t, layers, inner) > layer_of(m, layers, inner))
+    assert up == [], "imports up the layering of docs/architecture.md:\n" + "\n".join(up)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    layers, inner = architecture_layers()
+    low, high = "priorkit.errors", "priorkit.training.train"
+    assert layer_of(high, layers, inner) > layer_of(low, layers, inner)
+    assert layer_of("priorkit.training.steps", layers, inner) > layer_of("priorkit.training.plan", layers, inner)

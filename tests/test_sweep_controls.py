@@ -1,6 +1,6 @@
 """``sweep.controls``: a prior pays off only when it beats the baseline **and** its control.
 
-The rule itself (:func:`priorkit.pipeline.verdict.judge`) on hand-made per-seed scores
+The rule itself (:func:`priorkit.evaluation.verdict.judge`) on hand-made per-seed scores
 whose answer is known; the config errors by file and line; and a tiny sweep (random
 2-layer BERT, real STS-B pairs, real WordNet) whose controls.md / .csv / .png and CLI
 lines agree with the paired values computed here from results.csv."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from priorkit.pipeline import verdict as vd
-from priorkit.pipeline.config import ConfigError, load_config
+from priorkit.evaluation import verdict as vd
+from priorkit.config import ConfigError, load_config
 from priorkit.stats import paired
 
 BASE = [0.50, 0.55, 0.47, 0.52, 0.49]  # the no-prior score of seeds 0-4

@@ -30,8 +30,8 @@ def test_tensorboard_and_mlflow_hold_loss_and_task_metric(tmp_path, tiny_bert_di
     from mlflow.tracking import MlflowClient
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import load_config
+    from priorkit.training.steps import run_pipeline
 
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "TENSORBOARD_LOGGING_DIR"):
         monkeypatch.delenv(var, raising=False)
@@ -63,8 +63,8 @@ def test_tensorboard_and_mlflow_hold_loss_and_task_metric(tmp_path, tiny_bert_di
 
 
 def test_report_to_names_what_is_installed(tmp_path, tiny_bert_dir):
-    from priorkit.pipeline.config import ConfigError, load_config
-    from priorkit.pipeline.trackers import installed, known
+    from priorkit.config import ConfigError, load_config
+    from priorkit.training.trackers import installed, known
 
     path = pipeline(tmp_path, tiny_bert_dir, "tensorbord")
     with pytest.raises(ConfigError) as err:

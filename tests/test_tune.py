@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline.config import ConfigError, load_config, prior_settings
+from priorkit.config import ConfigError, load_config, prior_settings
 from priorkit.tune import space as sp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_bad_tune_fields_stop_before_training(tmp_path):
 def test_space_sampling_respects_conditions():
     import optuna
 
-    from priorkit.pipeline.config import ParamSpace
+    from priorkit.config import ParamSpace
 
     dims = [sp.Dimension("prior.attention.mode", ParamSpace(choice=["bias", "gate"]), ("bias", "gate"),
                          ("bias", "gate")),
@@ -313,7 +313,7 @@ def test_best_yaml_names_the_training_control_when_train_fields_were_tuned(tmp_p
 
     import yaml
 
-    from priorkit.pipeline.config import load_config
+    from priorkit.config import load_config
     from priorkit.tune.report import control_command
 
     raw = {"name": "job", "data": {"train": {"source": "stsb", "split": "train"}, "eval": {"source": "stsb", "split": "dev"},

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from priorkit.pipeline.config import ConfigError, load_config
+from priorkit.config import ConfigError, load_config
 from priorkit.tune import arms as am
 from priorkit.tune import sampler as smp
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import PriorkitError, ResourceError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 from priorkit.resources import embedded
 
 from .. import _support

@@ -33,7 +33,7 @@ import numpy as np
 import priorkit
 from priorkit import resources
 from priorkit.errors import PriorkitError, ResourceError
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 
 from .. import _support
 

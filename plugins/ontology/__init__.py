@@ -28,7 +28,7 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import DataFormatError, ProviderParameterError, ResourceError
-from priorkit.provider import Match, PriorProvider, validate_matches
+from priorkit.providers.base import Match, PriorProvider, validate_matches
 
 from .. import _support
 from . import saved

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from priorkit.errors import ProviderParameterError
-from priorkit.provider import Match
+from priorkit.providers.base import Match
 
 from .graph import ConceptGraph
 from .model import OntologyData

@@ -31,7 +31,7 @@ import numpy as np
 
 import priorkit
 from priorkit.errors import PriorkitError
-from priorkit.provider import PriorProvider, validate_output
+from priorkit.providers.base import PriorProvider, validate_output
 from priorkit.align.words import PAPER_STOP_WORDS
 
 from . import files as wnfiles

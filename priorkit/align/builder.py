@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import PriorkitError, TokenizerError
-from ..provider import PriorProvider
-from ..spec import PriorSpec, check_layout
+from ..providers.base import PriorProvider
+from ..providers.spec import PriorSpec, check_layout
 from .tokens import Alignment, _char_to_word, _index_keys, _Plan, load_tokenizer, tokenizer_fingerprint
 from .words import WordKeys, _input_kind, _phrase_keys
 

@@ -18,8 +18,8 @@ import string
 from typing import Any, Iterable, Sequence
 
 from ..errors import PriorkitError
-from ..provider import PriorProvider
-from ..spec import LAYOUTS, PAPER_STOP_WORDS, PriorSpec, check_layout
+from ..providers.base import PriorProvider
+from ..providers.spec import LAYOUTS, PAPER_STOP_WORDS, PriorSpec, check_layout
 
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 
@@ -44,7 +44,7 @@ def strip_key(chunk: str) -> str:
     return chunk.lower().strip(string.punctuation)
 
 
-#: the key functions of priorkit.spec.KEYS
+#: the key functions of priorkit.providers.spec.KEYS
 KEY_FUNCTIONS = {"paper": paper_key, "strip": strip_key}
 
 
@@ -64,7 +64,7 @@ class WordKeys:
                  stop_words: Iterable[str] | None = None, stop_value: float = 0.0, keys: str = "strip") -> None:
         check_layout(layout, keys)
         if isinstance(provider, str):
-            from ..plugins import get_provider
+            from ..providers.plugins import get_provider
 
             provider = get_provider(provider)
         if not isinstance(provider, PriorProvider):

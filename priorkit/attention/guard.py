@@ -69,11 +69,11 @@ def _guard(base: Callable[..., Any]) -> Callable[..., Any]:
                         f"model(..., {keyword}=...): {keyword} weighs the loss (" +
                         ("the data's own weights" if channel == DATA else f"of the {channel} channel") +
                         "); the model would ignore it. Leave it out of the model's inputs (priorkit's trainer "
-                        "takes it out before the forward pass, priorkit.pipeline.loss)")
+                        "takes it out before the forward pass, priorkit.training.loss)")
                 raise PriorNotEnabledError(
                     f"model(..., {keyword}=...) on a model without the {channel} channel: it would be ignored. "
                     f"Attach the channel first (channel.attach(model); for token features "
-                    "priorkit.features.attach_features), or load the model with priorkit.load_model, or "
+                    "priorkit.channels.features.attach_features), or load the model with priorkit.load_model, or "
                     f"leave {keyword} out of the batch")
         return base(module, query, key, value, attention_mask, *args, **kwargs)
 

@@ -149,7 +149,7 @@ def load_plugin_modes() -> None:
     """Register the modes the plug-ins offer through ``register_attention_modes`` (the
     plug-in manager collects them; importing a plug-in file does not reach this registry
     on its own).  Cheap after the first call: the manager is built once per environment."""
-    from ..plugins import get_plugin_manager
+    from ..providers.plugins import get_plugin_manager
 
     for cls in get_plugin_manager().attention_modes.values():
         if MODES.get(cls.name) is None or type(MODES[cls.name]) is not cls:

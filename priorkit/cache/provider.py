@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..provider import PriorProvider
+from ..providers.base import PriorProvider
 from .store import PriorCache, is_symmetric
 from .table import Pair, PairTable
 

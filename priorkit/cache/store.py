@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..provider import PriorProvider
+from ..providers.base import PriorProvider
 from .creation import pid_alive as _pid_alive
 from .files import DEFAULT_TIMEOUT, CacheFile, _first, default_cache_path  # noqa: F401
 from .schema import _utcnow

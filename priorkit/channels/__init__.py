@@ -3,7 +3,8 @@ its registry (:func:`register_channel`, :data:`CHANNELS`) and the two built-in c
 ``attention`` (:mod:`.attention`) and ``features`` (:mod:`.features`)."""
 from __future__ import annotations
 
-from . import attention, features  # noqa: F401 - registers the built-in channels, attention first
+from .attention import channel as _attention
+from .features import channel as _features  # noqa: F401 - registers the built-in channels, attention first
 from .base import (CHANNELS, CardText, Channel, Context, PredictionWarning, channels_for,
                    register_channel, restore_channels, TokenView)
 

@@ -154,7 +154,7 @@ class Channel:
             for n in names:
                 named[n].copy_(saved[n])
 
-    # ---- the loss (priorkit/pipeline/loss.py) ---------------------------------------
+    # ---- the loss (priorkit/training/loss.py) ---------------------------------------
     def token_loss_weights(self, model: Any, batch: Mapping[str, Any]) -> Any:
         """Weights of this batch's task loss, or None to leave it alone: a float tensor (B, L),
         one per token, or (B,), one per example, multiplied into the data's own
@@ -204,7 +204,7 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
 
 def load_plugin_channels() -> None:
     """Register the channels the plug-ins offer through ``register_channels``."""
-    from ..plugins import get_plugin_manager
+    from ..providers.plugins import get_plugin_manager
 
     for cls in get_plugin_manager().channel_classes.values():
         if CHANNELS.get(cls.name) is not cls:

@@ -106,12 +106,12 @@ def precompute_command(dataset, fmt, text_a, text_b, label, no_header, provider,
         raise click.UsageError(f"{dataset} holds no examples")
     from ..align import PriorBuilder, tokenizer_fingerprint
     from ..precompute import make_engine, run_precompute
-    from ..spec import PriorSpec, PriorSpecError
+    from ..providers.spec import PriorSpec, PriorSpecError
     from .options import provider_option, tokenizer_source
 
     single = isinstance(examples[0], TaggedSentence) or examples[0].text_b is None
     tok = tokenizer_source(tokenizer)
-    # without --provider, --preset paper means its own provider (priorkit.spec.PAPER_PROVIDER)
+    # without --provider, --preset paper means its own provider (priorkit.providers.spec.PAPER_PROVIDER)
     spec = PriorSpec(provider=provider, params=_parse_params(params), preset=preset, layout=layout or "full")
     if single:
         try:

@@ -40,7 +40,7 @@ def eval_prior_command(providers: tuple[str, ...], benchmarks: tuple[str, ...], 
     their share); 'full' is Spearman over all pairs with unknown ones set to
     the neutral value.
     """
-    from ..prior_eval import evaluate, provider_from_arg, read_word_pairs, results_table
+    from ..providers.prior_eval import evaluate, provider_from_arg, read_word_pairs, results_table
 
     fill = _neutral(neutral)
     sets = [read_word_pairs(b) for b in (benchmarks or ("wordsim353", "simlex999"))]

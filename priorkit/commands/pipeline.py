@@ -37,7 +37,7 @@ def _quiet_transformers() -> None:
 
 
 def _load(pipeline: str, overrides: tuple[str, ...]):
-    from ..pipeline.config import load_config
+    from ..config import load_config
 
     return load_config(pipeline, overrides)
 
@@ -63,11 +63,11 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
         click.echo(cfg.to_yaml())
         return
     _quiet_transformers()
-    from ..pipeline.steps import run_pipeline
+    from ..training.steps import run_pipeline
 
     result = run_pipeline(cfg, prior_name=prior_name, force=force,
                           steps=tuple(s.strip() for s in steps.split(",") if s.strip()), log=click.echo)
-    from ..pipeline import ranks
+    from ..training import ranks
 
     if not result.metrics or not ranks.is_main():  # under torchrun: one table, from the main process
         return
@@ -78,7 +78,7 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
     print_table(f"{cfg.name}: {result.plan.label}", ["metric", *scores],
                 [[name, *[f"{scores[s][name]:.4f}" if name in scores[s] else "-" for s in scores]] for name in names],
                 justify={s: "right" for s in scores})
-    from ..pipeline.prior_usage import describe
+    from ..training.prior_usage import describe
 
     if "prior_usage" in result.metrics:
         click.echo(describe(result.metrics["prior_usage"]))
@@ -114,7 +114,7 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     if selection_csv and cfg.sweep.split == "test":
         raise click.UsageError(f"--selection-csv: {pipeline} reports sweep.split test; a selection is made on "
                                "eval (devel), never on test: add --set sweep.split=eval")
-    from ..pipeline import sweep as sw
+    from ..evaluation import sweep as sw
 
     if dry_run:
         plans = sw.all_plans(cfg)  # the post-hoc arms (sweep.posthoc) train nothing
@@ -129,7 +129,7 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         result = sw.write_reports(cfg, sw.collect_rows(cfg, sw.grid(cfg)))
     else:
         result = sw.run_sweep(cfg, force=force, log=click.echo)
-    from ..pipeline import ranks
+    from ..training import ranks
 
     if not ranks.is_main():  # under torchrun: one table, from the main process
         return
@@ -189,7 +189,7 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
     from ..tune import prepare, report, study as st
 
     ctx = prepare(cfg, cfg.raw, log=click.echo)
-    from ..pipeline.trackers import study_store
+    from ..training.trackers import study_store
 
     study_store(cfg, ctx.root)  # with train.report_to: mlflow, every trial logs into one store
     if dry_run:
@@ -233,7 +233,7 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
                 else:
                     try:
                         if report_only:
-                            from ..pipeline.config import config_from_dict
+                            from ..config import config_from_dict
 
                             final_cfg, cells, ffiles = report.write_final(
                                 ctx, config_from_dict(raw, source=str(best_path)), click.echo, train=False)
@@ -243,7 +243,7 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
                         click.echo("interrupted: finished final runs are kept; run again to resume", err=True)
                         raise SystemExit(130) from None
                     files.update(ffiles)
-                    from ..pipeline import sweep as sw
+                    from ..evaluation import sweep as sw
 
                     sw.print_table(final_cfg, cells)
         elif done < target:

@@ -121,8 +121,8 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
     import json
 
     from ..inference import entities
-    from ..pipeline.config import PosthocConfig
-    from ..pipeline.posthoc import dictionary_steps, dictionary_tags, document_tags
+    from ..config import PosthocConfig
+    from ..evaluation.posthoc import dictionary_steps, dictionary_tags, document_tags
 
     if task_type != "token-classification":
         raise click.UsageError("--fragments and --document are for NER models (token classification)")
@@ -147,9 +147,9 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
 
 def _propagated(records: list[dict], inputs: list[dict], task_type: str, window: int, share: float) -> list[dict]:
     """NER records with each predicted entity carried to its untagged repeats within ``window``
-    sentences (:func:`priorkit.pipeline.posthoc.propagate`; a sweep arm's ``propagate``)."""
+    sentences (:func:`priorkit.evaluation.posthoc.propagate`; a sweep arm's ``propagate``)."""
     from ..inference import entities
-    from ..pipeline.posthoc import propagate
+    from ..evaluation.posthoc import propagate
 
     if task_type != "token-classification":
         raise click.UsageError("--propagate is for NER models (token classification)")

@@ -21,7 +21,7 @@ def plugins_command(as_json: bool) -> None:
     source, hooks, providers, modes and channels; broken ones with their error."""
     from dataclasses import asdict
 
-    from ..plugins import list_plugins
+    from ..providers.plugins import list_plugins
 
     infos = [builtin_info()] + list_plugins()
     if as_json:
@@ -71,7 +71,7 @@ def builtin_info():
     built-in providers come from the ``priorkit_plugins`` plug-ins, listed after it)."""
     from .. import __version__
     from ..channels import CHANNELS
-    from ..plugins import PluginInfo
+    from ..providers.plugins import PluginInfo
 
     return PluginInfo("priorkit", __version__, "built in", [], modes=builtin_modes(), channels=list(CHANNELS))
 
@@ -80,7 +80,7 @@ def builtin_info():
 @click.option("--json", "as_json", is_flag=True)
 def providers_command(as_json: bool) -> None:
     """List the registered prior providers."""
-    from ..plugins import list_providers
+    from ..providers.plugins import list_providers
 
     entries = list_providers()
     if as_json:

@@ -71,7 +71,7 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
         raise click.UsageError(f"{inputs[0]} looks like a run or model folder; give the text to show after it")
     text_a, text_b = inputs[0], (inputs[1] if len(inputs) > 1 else None)
     from ..align import PriorBuilder, load_tokenizer
-    from ..spec import PriorSpec
+    from ..providers.spec import PriorSpec
 
     tok = load_tokenizer(tokenizer_source(tokenizer))
     limit = max_length or _model_max_length(tok)

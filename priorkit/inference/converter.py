@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import PriorkitError
-from ..spec import PriorSpec
+from ..providers.spec import PriorSpec
 
 #: the pipeline's record beside priorkit.json before format 4
 RUN_FILE_V3 = "priorkit-run.json"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..decoding import check_decoding, check_o_bias, decode_tags, log_softmax
+from ..decode.decoding import check_decoding, check_o_bias, decode_tags, log_softmax
 from ..errors import PriorkitError
 from .predictor import Predictor, entities, load_model
 

@@ -4,7 +4,7 @@ one priorkit file (the model card, README.md, is written by :mod:`.card`).
 ``priorkit.json`` (format 4) holds everything needed to rebuild the model's channels
 (docs/channels.md) at inference: the task (type, labels, label scale), the input kind
 (sentence pairs, single texts or words), the tokenizer's max length, the prior (its
-:class:`~priorkit.spec.PriorSpec` as ``spec.to_dict()``, the provider's name, parameters,
+:class:`~priorkit.providers.spec.PriorSpec` as ``spec.to_dict()``, the provider's name, parameters,
 version and fingerprint, and the cache the run read), ``channels`` (each channel's own
 description, written from the live channel objects: the attention settings; the token
 features' config, groups and provider), ``training`` (what the card shows), ``scores`` and
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import PriorkitError
-from ..spec import FIELDS, PriorSpec
+from ..providers.spec import FIELDS, PriorSpec
 
 PRIORKIT_JSON = "priorkit.json"
 CARD = "README.md"
@@ -80,7 +80,7 @@ def prior_description(spec: PriorSpec | None, name: str | None, cache: str | Non
 
 def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, Any]], inputs: str,
                  command: str | None = None) -> dict[str, Any]:
-    """priorkit.json's content from a run's metadata (``priorkit.pipeline.train.run_metadata``,
+    """priorkit.json's content from a run's metadata (``priorkit.training.train.run_metadata``,
     whose ``prior`` is the run's prior setting: a PriorSpec's fields plus the pipeline's own)
     and ``channels``: each channel's ``describe()`` by name."""
     from .. import __version__

@@ -5,7 +5,7 @@
 fine-tuned model with every channel ``priorkit.json`` names restored and attached
 (docs/channels.md): prior attention switched on again with its saved settings and
 learnt gates, and the :class:`~priorkit.PriorBuilder` that makes the same priors as
-in training (built from the stored :class:`~priorkit.spec.PriorSpec`); the token
+in training (built from the stored :class:`~priorkit.providers.spec.PriorSpec`); the token
 features with their weights from ``model.safetensors``.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..channels.base import PredictionWarning
-from ..decoding import check_decoding, check_o_bias, decode_tags, first_subtokens
+from ..decode.decoding import check_decoding, check_o_bias, decode_tags, first_subtokens
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
@@ -180,7 +180,7 @@ class Predictor:
 
     @property
     def decode(self) -> str:
-        """NER: how a word's tag is chosen, ``argmax`` or ``viterbi`` (:mod:`priorkit.decoding`)."""
+        """NER: how a word's tag is chosen, ``argmax`` or ``viterbi`` (:mod:`priorkit.decode.decoding`)."""
         return self._decode
 
     @decode.setter

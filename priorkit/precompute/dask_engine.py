@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..align.words import WordKeys
 from ..cache import Pair, PriorCache
 from ..errors import CacheError, PriorkitError
-from ..provider import PriorProvider
+from ..providers.base import PriorProvider
 from .dask_worker import (_FP_KEY, MAX_WORKER_PROVIDERS, ProviderRecipe, ShardReport, build_provider,  # noqa: F401
                           compute_shard, pack_blocks, provider_recipe, shard_name, unpack_blocks, worker_provider,
                           write_shard)

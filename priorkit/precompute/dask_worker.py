@@ -25,8 +25,8 @@ import numpy as np
 
 from ..cache import Pair
 from ..errors import PluginError, PriorkitError
-from ..provider import PriorProvider
-from ..spec import PriorSpec
+from ..providers.base import PriorProvider
+from ..providers.spec import PriorSpec
 from .plan import Block, compute_batch
 
 #: providers a worker process keeps built (most recently used first)

@@ -24,7 +24,7 @@ import numpy as np
 from ..align.words import WordKeys
 from ..cache import Pair
 from ..errors import PriorkitError
-from ..provider import PriorProvider
+from ..providers.base import PriorProvider
 
 
 @dataclasses.dataclass

@@ -34,7 +34,7 @@ from ..align.words import WordKeys
 from ..cache import Pair, PriorCache, canonical_pairs, is_symmetric
 from ..errors import PriorkitError
 from ..output import Ticker, progress_style
-from ..provider import PriorProvider
+from ..providers.base import PriorProvider
 from .plan import Block, base_provider, collect_pairs
 
 

@@ -22,10 +22,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..pipeline.config import ConfigError, PipelineConfig, config_from_dict
-from ..pipeline.config.checks import _deep_merge
-from ..pipeline.data import load_data
-from ..pipeline.tasks import is_better
+from ..config import ConfigError, PipelineConfig, config_from_dict
+from ..config.checks import _deep_merge
+from ..training.data import load_data
+from ..training.tasks import is_better
 from . import space as sp
 from . import study as st
 from .failures import recorded_failures
@@ -143,7 +143,7 @@ def _in_arm(message: str, arm: str) -> str:
 
 def prepare_arms(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> dict[str, Arm]:
     """Check every arm (before any training) and carve the one validation slice they share."""
-    from ..plugins import list_providers
+    from ..providers.plugins import list_providers
 
     st.check_tune_section(cfg)
     checked = check_arms(cfg, raw, {e.name for e in list_providers()})

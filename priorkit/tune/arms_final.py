@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from ..pipeline import curve as cv
-from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
-from ..pipeline.tasks import is_better
-from ..pipeline.verdict import judge
+from ..evaluation import curve as cv
+from ..config import PipelineConfig, config_from_dict, prior_settings
+from ..training.tasks import is_better
+from ..evaluation.verdict import judge
 from . import arms as am
 from .sampler import grid_size, uses_grid
 
@@ -53,9 +53,9 @@ def arm_configs(cfg: PipelineConfig, arms: dict[str, am.Arm], studies: dict[str,
 
 def run_final(configs: dict[str, PipelineConfig], log) -> None:
     """Train and score every arm's final runs (scored ones are skipped)."""
-    from ..pipeline import sweep as sw
-    from ..pipeline.data import load_data
-    from ..pipeline.steps import precompute_step, run_one
+    from ..evaluation import sweep as sw
+    from ..training.data import load_data
+    from ..training.steps import precompute_step, run_one
 
     for name, acfg in configs.items():
         splits = load_data(acfg)
@@ -68,7 +68,7 @@ def run_final(configs: dict[str, PipelineConfig], log) -> None:
 
 
 def collect_scores(configs: dict[str, PipelineConfig]) -> tuple[list[dict], dict[tuple[str, float], dict[int, float]]]:
-    from ..pipeline import sweep as sw
+    from ..evaluation import sweep as sw
 
     rows, scores = [], {}
     for name, acfg in configs.items():
@@ -101,7 +101,7 @@ def comparisons(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
 def verdicts(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
              comps: list[cv.Comparison]) -> list[tuple[float, str, str]]:
     """(fraction, prior arm, verdict) for every prior arm that is not a control
-    (the rule: :func:`priorkit.pipeline.verdict.judge`)."""
+    (the rule: :func:`priorkit.evaluation.verdict.judge`)."""
     higher = is_better(cfg.task.metric, 1.0, 0.0)
     scale = 1.0 if cfg.task.metric == "mse" else 100.0
     by = {(c.fraction, c.setting, c.reference): c for c in comps}
@@ -120,7 +120,7 @@ def verdicts(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
 
 def write_final(cfg: PipelineConfig, arms: dict[str, am.Arm], reference: str,
                 configs: dict[str, PipelineConfig]) -> tuple[list[cv.Comparison], list, dict[str, Path]]:
-    from ..pipeline import sweep as sw
+    from ..evaluation import sweep as sw
 
     root = cfg.out_dir / "tune"
     rows, scores = collect_scores(configs)

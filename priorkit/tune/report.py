@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ..pipeline.config import PipelineConfig, config_from_dict, prior_settings
+from ..config import PipelineConfig, config_from_dict, prior_settings
 from . import space as sp
 from .study import TuneContext, TuneError, params_digest
 
@@ -253,9 +253,9 @@ def run_final(ctx: TuneContext, raw: dict[str, Any], log) -> Any:
 
 
 def write_final(ctx: TuneContext, cfg: PipelineConfig, log, *, train: bool) -> Any:
-    from ..pipeline import sweep as sw
-    from ..pipeline.data import load_data
-    from ..pipeline.steps import precompute_step, run_one
+    from ..evaluation import sweep as sw
+    from ..training.data import load_data
+    from ..training.steps import precompute_step, run_one
 
     plans = sw.grid(cfg)
     if train:

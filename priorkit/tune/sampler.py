@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..pipeline.config import ConfigError, PipelineConfig
+from ..config import ConfigError, PipelineConfig
 from . import space as sp
 
 

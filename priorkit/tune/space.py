@@ -2,7 +2,7 @@
 and applying a sampled setting to the pipeline.
 
 A space maps a dotted field of the pipeline (``prior.attention.mode``,
-``train.learning_rate``, ``prior``) to a :class:`~priorkit.pipeline.config.ParamSpace`.
+``train.learning_rate``, ``prior``) to a :class:`~priorkit.config.ParamSpace`.
 Parameters are sampled in file order; ``when`` makes one depend on earlier ones
 (``lam`` only for ``mode: bias``).  Categorical values may be anything YAML can
 say: Optuna stores a *label* (the value itself for scalars, the mapping key or a
@@ -21,7 +21,7 @@ import json
 import math
 from typing import Any, Iterator
 
-from ..pipeline.config import ConfigError, ParamSpace, PipelineConfig, config_from_dict
+from ..config import ConfigError, ParamSpace, PipelineConfig, config_from_dict
 
 #: sections a space may change; the rest describe the study itself or the data
 TUNABLE_ROOTS = ("prior", "train", "model")

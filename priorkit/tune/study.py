@@ -39,9 +39,9 @@ import numpy as np
 
 from ..errors import PriorkitError
 from ..jsonfile import read_json, write_json
-from ..pipeline.config import PipelineConfig, check_tune_section, config_from_dict, digest
-from ..pipeline.data import Split, load_data
-from ..pipeline.tasks import is_better
+from ..config import PipelineConfig, check_tune_section, config_from_dict, digest
+from ..training.data import Split, load_data
+from ..training.tasks import is_better
 from . import space as sp
 from .failures import recorded_failures
 from .sampler import apply_sampler, check_sampler
@@ -177,9 +177,9 @@ def scored_run(ctx: TuneContext, cfg: PipelineConfig, name: str, seed: int,
     Returns {"scores": [per epoch], "pruned": bool, "seconds": float}.  A cached result
     replays its scores through ``report`` (so the pruner sees the same curve).
     """
-    from ..pipeline.steps import precompute_step
-    from ..pipeline.plan import RunPlan, plan_for_run
-    from ..pipeline.train import train_run
+    from ..training.steps import precompute_step
+    from ..training.plan import RunPlan, plan_for_run
+    from ..training.train import train_run
 
     plan: RunPlan = plan_for_run(cfg)
     plan = dataclasses.replace(plan, prior_name=name)
@@ -417,7 +417,7 @@ def _short(v: Any) -> str:
 
 def prepare(cfg: PipelineConfig, raw: dict, *, log: Log = print) -> TuneContext:
     """Check the space (before any training) and carve the validation slice."""
-    from ..plugins import list_providers
+    from ..providers.plugins import list_providers
 
     check_tune_section(cfg)
     dims = sp.check_space(cfg, raw, {e.name for e in list_providers()})

@@ -32,8 +32,8 @@ def main() -> None:
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     import priorkit
-    from priorkit.pipeline.config import config_from_dict
-    from priorkit.pipeline.steps import run_pipeline
+    from priorkit.config import config_from_dict
+    from priorkit.training.steps import run_pipeline
     from priorkit.resources import minilm_path
 
     work = Path(tempfile.mkdtemp())

@@ -168,8 +168,8 @@ def _model_reproduces(run_dir: Path, metrics: dict, plugins: Path) -> list[str]:
 def _reload_and_score(run_dir: Path, metrics: dict) -> list[str]:
     import numpy as np
 
-    from priorkit.pipeline.config import load_config
-    from priorkit.pipeline.data import load_data
+    from priorkit.config import load_config
+    from priorkit.training.data import load_data
     from priorkit.metrics import regression_metrics
     from priorkit import load_model
 

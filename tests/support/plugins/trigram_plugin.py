@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 import priorkit
-from priorkit.provider import PriorProvider
+from priorkit.providers.base import PriorProvider
 
 
 def grams(word: str, pad: str = "##") -> frozenset[str]:

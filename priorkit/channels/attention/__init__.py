@@ -1,0 +1,8 @@
+"""The attention channel: a prior (B, L, L) multiplied or added into a model's attention scores
+(:mod:`.channel`), its token-aligned store (:mod:`.store`).  The attention maths themselves are
+:mod:`priorkit.attention`, usable without a channel."""
+from __future__ import annotations
+
+from .channel import AttentionChannel, builder_from_info, drop_mentions, setting_builder
+
+__all__ = ["AttentionChannel", "setting_builder", "builder_from_info", "drop_mentions"]

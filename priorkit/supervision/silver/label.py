@@ -1,0 +1,54 @@
+"""Silver labels from concept matches: each match becomes an entity of the type its group
+maps to -- the rule the dictionary-only baseline (:mod:`priorkit.evaluation.dictionary_baseline`) scores too."""
+from __future__ import annotations
+
+import hashlib
+from typing import Mapping, Sequence
+
+from ..calibration import typed_matches
+from ...checksums import json_sha256
+from ...providers.base import Match, PriorProvider
+
+#: BC5CDR: MeSH diseases (tree C) and HPO phenotypes are Disease, MeSH tree D Chemical
+BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
+
+
+def group_entities(matches: Sequence[Match], n_words: int, group_to_label: Mapping[str, str]) -> list[str]:
+    """BIO tags of ``n_words`` words from the matches (one entity per span)."""
+    best = typed_matches(matches, group_to_label)  # each span's group: the first in the map's order
+    tags = ["O"] * n_words
+    for (s, e), g in best.items():
+        label = group_to_label[g]
+        tags[s] = f"B-{label}"
+        for i in range(s + 1, e):
+            tags[i] = f"I-{label}"
+    return tags
+
+
+
+def sentence_digest(words: Sequence[str]) -> str:
+    """A sentence's key in the store (its words, joined with a separator no word holds)."""
+    return hashlib.blake2b("\x1f".join(words).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+class Labeller:
+    """Words -> BIO tags from ``provider``'s matches and a group -> type map."""
+
+    def __init__(self, provider: PriorProvider, types: Mapping[str, str]) -> None:
+        self.provider, self.types = provider, dict(types)
+
+    @property
+    def fingerprint(self) -> str:
+        """The labels' identity: the provider's fingerprint and the type map (in order)."""
+        return "silver-" + json_sha256({"provider": self.provider.fingerprint,
+                                        "types": list(self.types.items())}, 16)
+
+    def tags(self, words: Sequence[str]) -> list[str]:
+        words = list(words)
+        return group_entities(self.provider.matches(words), len(words), self.types)
+
+    def tags_many(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        return [self.tags(w) for w in sentences]
+
+    def describe(self) -> dict:
+        return {"provider": self.provider.describe(), "types": self.types}
