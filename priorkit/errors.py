@@ -39,6 +39,12 @@ class DataFormatError(ResourceError, ValueError):
     """A data file is malformed; the message names the file and line."""
 
 
+class DocumentError(DataFormatError):
+    """One input document (or record) is bad: not UTF-8, empty, a record without text, an
+    annotation off its text.  The message names the file and line or the document id;
+    ``read_documents(..., skip_bad=True)`` skips such a document and goes on."""
+
+
 class CacheError(PriorkitError):
     """The DuckDB cache is missing, locked, foreign, or does not match."""
 
