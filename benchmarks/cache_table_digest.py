@@ -2,7 +2,7 @@
 
 Used to check that a change to the code leaves precompute's output unchanged:
 precompute the same dataset into a fresh cache before and after, then compare
-the digests (docs/benchmarks.md, "Behaviour unchanged").
+the digests (docs/archive/issue-12.md, "Behaviour unchanged").
 
     python benchmarks/cache_table_digest.py CACHE.duckdb [--csv OUT.csv]
 """

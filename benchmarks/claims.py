@@ -1,7 +1,7 @@
 """Regenerate the measured claims of README.md and docs/*.md from the result files.
 
-Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` in README.md
-and docs/*.md is rewritten from the files under ``docs/results/`` by the renderer NAME of
+Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` in README.md,
+docs/*.md and docs/archive/*.md is rewritten from the files under ``docs/results/`` by the renderer NAME of
 ``lab/claims/__init__.py`` (its ``BLOCKS``: ``readme``, ``curve-scores``, ``arms-deltas``,
 ``knowledge-gain``, ``knowledge-calibration`` ...; an unknown name is refused, naming them).
 ``tests/test_claims.py`` fails when a block and its files differ.
@@ -15,10 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from lab.claims import Results, update_claims
-
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+sys.path.insert(0, str(ROOT))  # lab/ is not installed: run as `python benchmarks/claims.py` from anywhere
+
+from lab.claims import Results, update_claims  # noqa: E402
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "archive").glob("*.md"))]
 
 
 def main() -> int:

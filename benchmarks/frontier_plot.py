@@ -1,5 +1,5 @@
 """Issue 30's frontier as a picture: every setting measured on the kept 10% BC5CDR models (the
-post-hoc families of docs/benchmarks.md 2c-2e, the outside-weight students of 2f, the edge-noise
+post-hoc families of docs/archive/issue-30.md 2c-2e, the outside-weight students of 2f, the edge-noise
 students of 2g, the mixes, joins and ensembles of 2h and the document pass of 2i), devel F1
 against devel recall on the mentions the dictionary does not tag, with no knowledge's recall
 there as a line.  It reads the result files the claims blocks read; nothing is trained or scored.

@@ -38,7 +38,7 @@ Definitions (what the numbers count):
     .venv/bin/python benchmarks/plan_walk.py [--variant default|then-gold|teacher|all] [--sentences 16]
                                              [--json docs/results/plan-walk.json] [--before OLD.json]
 
-``--before``: the ``--json`` file of an earlier commit, for a comparison (docs/benchmarks.md
+``--before``: the ``--json`` file of an earlier commit, for a comparison (docs/archive/issue-31.md
 made one with ``git worktree add /tmp/old COMMIT``, this file copied into it, and
 ``PYTHONPATH=/tmp/old`` so that the old priorkit is imported).
 """

@@ -1,7 +1,7 @@
 """Regenerate the selection tables of the docs from the selection files.
 
 Every table between ``<!-- selection-table: FILE -->`` and ``<!-- /selection-table -->``
-in docs/*.md is rewritten from ``docs/results/FILE`` (columns arm, setting, split, origin,
+in docs/*.md and docs/archive/*.md is rewritten from ``docs/results/FILE`` (columns arm, setting, split, origin,
 seed, fraction, metric, value, chosen, source; priorkit/evaluation/selection.py).
 ``tests/test_selection_tables.py`` fails when a table and its file differ.
 
@@ -24,7 +24,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a table is stale")
     args = ap.parse_args()
     stale = []
-    for doc in sorted((ROOT / "docs").glob("*.md")):
+    for doc in [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "archive").glob("*.md"))]:
         text = doc.read_text(encoding="utf-8")
         new, used = update_markers(text, ROOT / "docs" / "results")
         if new != text:

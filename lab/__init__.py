@@ -1,2 +1,2 @@
 """This repository's lab notebook: code that writes about the project's own experiments (the
-measured tables of README.md and docs/benchmarks.md).  Not installed with priorkit."""
+measured tables of README.md, docs/benchmarks.md and docs/archive/).  Not installed with priorkit."""

@@ -1,6 +1,6 @@
-"""Claims generated from files: the measured tables of README.md and docs/benchmarks.md.
+"""Claims generated from files: the measured tables of README.md, docs/benchmarks.md and docs/archive/.
 
-* Every ``<!-- claims:begin NAME -->`` block of README.md and docs/*.md equals what
+* Every ``<!-- claims:begin NAME -->`` block of README.md, docs/*.md and docs/archive/*.md equals what
   ``lab.claims`` renders from ``docs/results/`` (``benchmarks/claims.py``
   rewrites them), and every renderer has its block: no measured table can drift from its file.
 * The README's measured section holds no number outside its generated block.
@@ -22,7 +22,7 @@ from priorkit.stats import paired
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "archive").glob("*.md"))]
 
 
 def test_the_docs_claims_are_generated_from_the_files():
@@ -56,7 +56,7 @@ def test_the_merge_claims_follow_the_files():
     attention = claims.compare(s, "attention", "dict-override", 0.1).stats
     assert round(attention.mean, 2) == -3.85 and attention.ci_high < 0
     assert claims.compare(s, "features", "dict-override", 0.1).stats.ci_low > 0
-    for doc in (ROOT / "README.md", ROOT / "docs" / "benchmarks.md"):
+    for doc in (ROOT / "README.md", ROOT / "docs" / "benchmarks.md", *(ROOT / "docs" / "archive").glob("*.md")):
         text = " ".join(doc.read_text(encoding="utf-8").split())
         assert "Every learned arm beats the dictionary merged" not in text
         assert "**Every learned arm beats the cheap baseline**" not in text

@@ -33,7 +33,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "providers").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "providers").glob("*.md")),
+        *sorted((ROOT / "docs" / "archive").glob("*.md"))]
 _FENCE = re.compile(r"^(\s*)```(bash|python)\s*$")
 _MARK = re.compile(r"^\s*<!--\s*docs-test:\s*(dry-run|skip)\s*(.*?)\s*-->\s*$")
 DRY_FLAGS = {"run": "--print-config", "sweep": "--dry-run", "tune": "--dry-run"}

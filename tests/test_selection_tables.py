@@ -1,6 +1,6 @@
 """Checkable selection and reports a log can read.
 
-* Every selection table of docs/*.md (between ``<!-- selection-table: FILE -->`` markers)
+* Every selection table of docs/*.md and docs/archive/*.md (between ``<!-- selection-table: FILE -->`` markers)
   equals the table generated from ``docs/results/FILE``, and every
   ``docs/results/*-selection.csv`` has its table: the docs cannot drift from the files.
 * A sweep reported on eval writes its selection file by itself (and ``--selection-csv``
@@ -28,7 +28,7 @@ FILES = sorted(RESULTS.glob("*-selection.csv"))
 
 def test_the_docs_selection_tables_are_generated_from_the_files():
     used = []
-    for doc in sorted((ROOT / "docs").glob("*.md")):
+    for doc in [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "archive").glob("*.md"))]:
         text = doc.read_text(encoding="utf-8")
         new, names = update_markers(text, RESULTS)
         assert new == text, (f"{doc.name}: a selection table differs from its file; run "

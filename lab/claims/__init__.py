@@ -1,4 +1,5 @@
-"""Claims generated from files: the measured tables of README.md and docs/benchmarks.md.
+"""Claims generated from files: the measured tables of README.md, docs/benchmarks.md
+and docs/archive/.
 
 Every block between ``<!-- claims:begin NAME -->`` and ``<!-- claims:end -->`` is rewritten
 from the result files under ``docs/results/`` (a sweep's ``results.csv`` or a runs CSV:

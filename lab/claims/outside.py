@@ -359,7 +359,7 @@ def blind_sentence(res: Results) -> str:
                    f"{_mean(doc, 'recall_other'):.1f}%; counted against that document-level dictionary, the "
                    f"models still find fewer of the entities beyond it than no knowledge does "
                    f"({_mean(doc, 'recall_other_doc'):.1f}% against {_mean(ref_rows['none'], 'recall_other_doc'):.1f}%; "
-                   "[benchmarks.md, 2i](docs/benchmarks.md#2i-the-dictionary-read-as-a-document-abbreviations-"
+                   "[issue 30, 2i](docs/archive/issue-30.md#2i-the-dictionary-read-as-a-document-abbreviations-"
                    "across-sentences-2026-12-05-ninth-round)).\n")
 
 
