@@ -45,6 +45,13 @@ def _is_dictionary(section: Any, prior: Any) -> bool:
         section.params is None or section.params == prior.params)
 
 
+def reads_dictionary(prior: Any) -> bool:
+    """Whether a setting has token features or silver labels that a dictionary labels (false for
+    self-training without knowledge: no features, ``teacher.dictionary`` false)."""
+    silver = prior.silver
+    return prior.features is not None or (silver is not None and silver.uses_dictionary)
+
+
 def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str],
                   say: Callable[[str], None] | None = None) -> tuple[RunPlan, dict[str, Any] | None]:
     """(the plan with its matches calibrated, the calibration's record); the plan unchanged and
@@ -55,6 +62,8 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
         silver.weight == "auto" or (silver.unmatched_weight == "auto" and silver.unmatched == "O"))
     if prior is None or (prior.calibrate is None and not auto):
         return plan, None
+    if not auto and not reads_dictionary(prior):  # no features, and silver labels without a dictionary
+        return plan, None                        # (teacher.dictionary false): the dictionary is not asked
     where = plan.cfg.where("prior.calibrate" if prior.calibrate is not None else "prior.silver.weight")
     train = splits["train"]
     gold = [train.examples[i] for i in plan.train_indices(len(train))]

@@ -94,14 +94,16 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
 
     _check_types(plan.cfg, plan.prior_name, config, task.labels)  # the run's task: fitted on data.train already
     sentences = unlabeled_sentences(plan, splits)
-    labeller: Any = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
+    labeller: Any = None  # teacher.dictionary false: the dictionary is never built, let alone asked
+    if config.uses_dictionary:
+        labeller = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
     if config.teacher is not None:
         from ..inference import load_model
         from ..supervision.silver.teacher import TeacherLabeller
 
         folder = teacher if teacher is not None else Path(config.teacher.model).expanduser()
         t = config.teacher
-        labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller if t.dictionary else None,
+        labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller,
                                    t.merge, entity_threshold=t.entity_threshold)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)

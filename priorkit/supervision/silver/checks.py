@@ -32,7 +32,10 @@ def task_types(types: dict[str, str], tags: Iterable[str]) -> dict[str, str]:
 
 
 def type_problem(config: SilverConfig, labels: Sequence[str], where_labels: str) -> str | None:
-    """A message when the type map names an entity type the task does not have."""
+    """A message when the type map names an entity type the task does not have (None when no
+    dictionary labels anything: the map is not read)."""
+    if not config.uses_dictionary:
+        return None
     have = entity_types(labels)
     wrong = [f"{g} -> {t}" for g, t in config.type_map().items() if t not in have]
     if not wrong:
@@ -50,7 +53,7 @@ def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None) ->
     if task_type != "token-classification":
         return [(("silver",), f"silver labels need task.type token-classification, not {task_type}")]
     out = [(("silver", field), msg) for field, msg in config.problems()]
-    if out:
+    if out or not config.uses_dictionary:  # teacher.dictionary false: no provider, no type map is read
         return out
     if labels is not None:
         why = type_problem(config, labels, "task.labels")

@@ -11,6 +11,19 @@ RECIPES = ("mix", "then-gold")
 UNMATCHED = ("O", "ignore")
 MERGES = ("teacher-first", "dictionary-first", "teacher-veto")
 
+#: the baseline of self-training (docs/silver.md, "Self-training without knowledge"): a teacher
+#: trained on the gold alone labels the unlabelled text, a student trains on gold plus its confident
+#: labels; no dictionary anywhere (no features, no attention prior, no calibration, no dictionary
+#: merge).  A ``sweep.priors`` entry may name it as a string; it is merged over the file's prior
+#: like a mapping entry, so the file's silver recipe (mix, threshold, silver_epochs ...) is kept.
+SELF_TRAINING_NO_KNOWLEDGE = "self-training-no-knowledge"
+NAMED_SETTINGS: dict[str, dict[str, Any]] = {
+    SELF_TRAINING_NO_KNOWLEDGE: {
+        "attention": None, "features": None, "calibrate": None, "channels": {},
+        "silver": {"teacher": {"dictionary": False, "model": None, "prior": None}},
+    },
+}
+
 
 @dataclasses.dataclass
 class TeacherConfig:
@@ -94,6 +107,12 @@ class SilverConfig:
     silver_epochs: float = 1.0
     #: sentences labelled and written per shard of the store (a kill loses at most one).
     chunk_size: int = 2000
+
+    @property
+    def uses_dictionary(self) -> bool:
+        """Whether a dictionary labels anything: without a teacher it is the labeller, with one
+        only when ``teacher.dictionary`` is true (false: the teacher's labels alone)."""
+        return self.teacher is None or bool(self.teacher.dictionary)
 
     def resolved(self, provider: str, params: dict[str, Any] | None) -> "SilverConfig":
         """This config with ``provider``/``params`` filled in from the prior's (when null)."""
