@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..providers.base import Match, PriorProvider
-from ..supervision.silver.label import BC5CDR_TYPES, group_entities  # noqa: F401 (the matches -> tags rule is silver labels')
+from ..decode.dictionary import group_entities
+from ..supervision.silver.label import BC5CDR_TYPES
 
 
 def dictionary_scores(provider: PriorProvider | None, examples: Sequence[Mapping[str, Any]],

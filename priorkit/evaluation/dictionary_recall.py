@@ -26,14 +26,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
+from ..decode.spans import seqeval_entities
+
 Entity = tuple[str, int, int]  # type, first word, last word (inclusive, seqeval's form)
 
 
-def entities(tags: Sequence[str]) -> list[Entity]:
-    """The entities of one sentence's BIO tags (seqeval's reading, conlleval rules)."""
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    return [(t, s, e) for t, s, e in get_entities(list(tags))]
+#: the entities of one sentence's BIO tags as (type, first word, last word), the one span reader's
+#: seqeval form (:func:`priorkit.decode.spans.seqeval_entities`)
+entities = seqeval_entities
 
 
 @dataclasses.dataclass(frozen=True)

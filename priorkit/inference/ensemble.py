@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..decode.decoding import check_decoding, check_o_bias, decode_tags, log_softmax
+from ..decode.steps import mix, normalised
 from ..errors import PriorkitError
 from .predictor import Predictor, entities, load_model
 
@@ -46,7 +47,7 @@ class Ensemble:
         if any(not np.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
             raise PriorkitError(f"ensemble weights must be non-negative with a positive sum, got {weights}")
         self.predictors, self.labels = list(predictors), labels
-        self.weights = [w / sum(weights) for w in weights]
+        self.weights = normalised(weights)
         # each model's columns in the first model's label order
         self._columns = [[list(p.labels).index(name) for name in labels] for p in self.predictors]
         decode = decode or predictors[0].decode
@@ -57,20 +58,9 @@ class Ensemble:
     def word_log_probs(self, inputs: Iterable[Any], batch_size: int = 32) -> list[np.ndarray]:
         """Each sentence's mixed (words, labels) log-probabilities (the first model's label order)."""
         inputs = list(inputs)
-        mixed: list[np.ndarray] | None = None
-        for p, w, cols in zip(self.predictors, self.weights, self._columns):
-            blocks = [w * log_softmax(b[:, cols]) for b in p.word_logits(inputs, batch_size)]
-            if mixed is None:
-                mixed = blocks
-                continue
-            for i, b in enumerate(blocks):
-                if len(b) == len(mixed[i]):
-                    mixed[i] = mixed[i] + b
-                    continue
-                # a word one model cut off by truncation (another tokenizer): the other models' rows alone
-                longer, shorter = (b, mixed[i]) if len(b) > len(mixed[i]) else (mixed[i], b)
-                mixed[i] = np.concatenate([shorter + longer[:len(shorter)], longer[len(shorter):]])
-        return mixed or []
+        blocks = [[log_softmax(b[:, cols]) for b in p.word_logits(inputs, batch_size)]
+                  for p, cols in zip(self.predictors, self._columns)]
+        return mix(blocks, self.weights)  # a word one model cut off (another tokenizer): the others' rows alone
 
     def predict(self, inputs: Iterable[Any], batch_size: int = 32) -> list[dict]:
         """``{"tags", "entities"}`` per input, in order (words cut off by every model: ``O``)."""

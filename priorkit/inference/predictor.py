@@ -20,6 +20,7 @@ import numpy as np
 
 from ..channels.base import PredictionWarning
 from ..decode.decoding import check_decoding, check_o_bias, decode_tags, first_subtokens
+from ..decode.spans import entity_dicts
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
@@ -101,7 +102,15 @@ def load_model(path: str | Path, *, device: str | None = None, use_cache: bool =
     to each word's log-probability of ``O`` (default: the run's ``task.o_bias``, else 0).
     """
     model_dir = resolve_folder(path)
-    info = mf.read_info(model_dir)
+    return load_folder(model_dir, mf.read_info(model_dir), device=device, use_cache=use_cache,
+                       max_length=max_length, decode=decode, o_bias=o_bias)
+
+
+def load_folder(model_dir: Path, info: dict, *, device: str | None = None, use_cache: bool = True,
+                max_length: int | None = None, decode: str | None = None,
+                o_bias: float | None = None) -> "Predictor":
+    """:func:`load_model` of a checked model folder with its ``priorkit.json`` content ``info``
+    already read (a recipe hands its members' here with the dictionary's files in place)."""
     import transformers
     from transformers import AutoTokenizer
 
@@ -254,18 +263,19 @@ class Predictor:
                     item = item["words"]
                 elif item.get("text_b") is not None:
                     raise PriorkitError(f"input {i} is a sentence pair; this NER model tags one sentence")
-                else:
-                    item = item.get("text_a")
+                else:  # a document record ({"id", "text"}) reads like its text
+                    item = item.get("text_a", item.get("text"))
             if isinstance(item, str):
                 item = item.split()
             if not isinstance(item, (list, tuple)) or not all(isinstance(w, str) for w in item):
-                raise PriorkitError(f"input {i} is {type(item).__name__}; an NER model takes a list of words "
-                                    "or a string (split on whitespace)")
+                raise PriorkitError(f"input {i} is {type(item).__name__}; an NER model takes a list of words, "
+                                    "a string (split on whitespace) or a dict with words or text "
+                                    "(documents with offsets: model(text) or model.tag_documents(docs))")
             if not item:
                 raise PriorkitError(f"input {i} holds no words")
             return {"words": list(item)}
         if isinstance(item, dict):
-            a, b = item.get("text_a"), item.get("text_b")
+            a, b = item.get("text_a", item.get("text")), item.get("text_b")
         elif isinstance(item, str):
             a, b = item, None
         elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
@@ -398,29 +408,10 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def entities(words: Sequence[str], tags: Sequence[str]) -> list[dict]:
     """Entity spans from BIO / BIOES tags: ``{"type", "start", "end" (exclusive), "text"}``.
 
-    An ``I-`` tag after ``O`` or another type opens a span (as conlleval does).
+    An ``I-`` tag after ``O`` or another type opens a span (as conlleval does; the one span
+    reader, :func:`priorkit.decode.spans.entity_dicts`).
     """
-    out: list[dict] = []
-    start, kind = None, None
-
-    def close(end: int) -> None:
-        nonlocal start, kind
-        if start is not None:
-            out.append({"type": kind, "start": start, "end": end, "text": " ".join(words[start:end])})
-        start, kind = None, None
-
-    for i, tag in enumerate(tags):
-        if tag == "O" or len(tag) < 3 or tag[1] != "-":
-            close(i)
-            continue
-        prefix, t = tag[0], tag[2:]
-        if prefix in "BS" or t != kind or start is None:
-            close(i)
-            start, kind = i, t
-        if prefix in "SE":
-            close(i + 1)
-    close(len(tags))
-    return out
+    return entity_dicts(words, tags)
 
 
 def records_table(records: Sequence[dict], examples: Sequence[dict]) -> tuple[list[str], list[list[Any]]]:

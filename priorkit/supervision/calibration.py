@@ -33,6 +33,8 @@ import functools
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..decode.dictionary import typed_match_objects, typed_matches  # noqa: F401 (their home is decode/)
+from ..decode.spans import spans
 from ..errors import PriorkitError
 
 Span = tuple[int, int, str]  # first word, end word (exclusive), entity type
@@ -75,33 +77,9 @@ def form_of(words: Sequence[str], start: int, end: int) -> str:
 
 
 def gold_spans(tags: Sequence[str]) -> set[Span]:
-    """The entities of BIO tags as (start, end exclusive, type)."""
-    out, start, kind = set(), None, None
-    for i, tag in enumerate(list(tags) + ["O"]):
-        inside = tag.startswith("I-") and start is not None and tag[2:] == kind
-        if not inside:
-            if start is not None:
-                out.add((start, i, kind))
-            start, kind = (i, tag[2:]) if tag != "O" and "-" in tag else (None, None)
-    return out
-
-
-def typed_matches(matches: Iterable[Any], types: Mapping[str, str]) -> dict[tuple[int, int], str]:
-    """Each matched span's group: the first of its groups in the type map's order (others ignored)."""
-    return {span: m.group for span, m in typed_match_objects(matches, types).items()}
-
-
-def typed_match_objects(matches: Iterable[Any], types: Mapping[str, str]) -> dict[tuple[int, int], Any]:
-    """Each matched span's match of the first of its groups in the type map's order."""
-    rank = {g: i for i, g in enumerate(types)}
-    best: dict[tuple[int, int], Any] = {}
-    for m in matches:
-        if m.group not in rank:
-            continue
-        span = (m.start, m.end)
-        if span not in best or rank[m.group] < rank[best[span].group]:
-            best[span] = m
-    return best
+    """The entities of BIO tags as (start, end exclusive, type) (the one reader,
+    :func:`priorkit.decode.spans.spans`)."""
+    return {(x.start, x.end, x.type) for x in spans(tags)}
 
 
 @dataclasses.dataclass(frozen=True)

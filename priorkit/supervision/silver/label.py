@@ -5,25 +5,12 @@ from __future__ import annotations
 import hashlib
 from typing import Mapping, Sequence
 
-from ..calibration import typed_matches
+from ...decode.dictionary import group_entities  # noqa: F401 (matches -> tags lives in decode/)
 from ...checksums import json_sha256
-from ...providers.base import Match, PriorProvider
+from ...providers.base import PriorProvider
 
 #: BC5CDR: MeSH diseases (tree C) and HPO phenotypes are Disease, MeSH tree D Chemical
 BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
-
-
-def group_entities(matches: Sequence[Match], n_words: int, group_to_label: Mapping[str, str]) -> list[str]:
-    """BIO tags of ``n_words`` words from the matches (one entity per span)."""
-    best = typed_matches(matches, group_to_label)  # each span's group: the first in the map's order
-    tags = ["O"] * n_words
-    for (s, e), g in best.items():
-        label = group_to_label[g]
-        tags[s] = f"B-{label}"
-        for i in range(s + 1, e):
-            tags[i] = f"I-{label}"
-    return tags
-
 
 
 def sentence_digest(words: Sequence[str]) -> str:

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..calibration import gold_spans
 from ...checksums import file_sha256, json_sha256
 from ...decode.decoding import first_subtokens
+from ...decode.spans import spans as entity_spans
 from ...errors import PriorkitError
 from .label import Labeller
 from .recipe import UNKNOWN
@@ -37,8 +37,8 @@ Entity = tuple[int, int, str]  # first word, end word (exclusive), type
 
 
 def spans(tags: Sequence[str]) -> list[Entity]:
-    """Entities of BIO tags in order (``?`` and ``O`` end an entity; calibration's reading)."""
-    return sorted(gold_spans(tags))
+    """Entities of BIO tags in order (``?`` and ``O`` end an entity; :func:`priorkit.decode.spans.spans`)."""
+    return [(s.start, s.end, s.type) for s in entity_spans(tags)]
 
 
 def confident_tags(tags: Sequence[str], confidence: Sequence[float], threshold: float,
