@@ -98,7 +98,16 @@ def run_command(pipeline, overrides, prior_name, steps, force, print_config) -> 
 @click.option("--selection-csv", type=click.Path(dir_okay=False), default=None, metavar="PATH",
               help="Also write the selection file here (e.g. docs/results/NAME-selection.csv); only for a "
                    "sweep reported on eval, never test. Such a sweep always writes selection.csv in its folder.")
-def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only, selection_csv) -> None:
+@click.option("--final", "final", multiple=True, metavar="SETTING",
+              help="The final read of the sealed test split: score the kept models (or post-hoc arms) of these "
+                   "settings, chosen on devel, on data.test; trains nothing; appends the read to the ledger "
+                   "(repeatable; docs/pipelines.md#the-sealed-test-split).")
+@click.option("--decision", default=None, metavar="TEXT",
+              help="With --final (required): what this read of test decides, in words; recorded in the ledger.")
+@click.option("--ledger", type=click.Path(dir_okay=False), default="docs/results/test-reads.csv", show_default=True,
+              help="With --final: the ledger the read is appended to; its results are copied next to it.")
+def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only, selection_csv, final, decision,
+                  ledger) -> None:
     """Training fractions x seeds x prior settings (incl. no prior) in one command.
 
     Writes runs/NAME/results.csv, results.md and results.png and prints the
@@ -106,11 +115,27 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
     Finished runs are skipped, so an interrupted sweep continues where it stopped.
     With sweep.controls it also writes controls.md/.csv/.png and prints whether each
     prior pays off (beats the baseline and its control).
+
+    Choose on devel (evaluate: [eval], sweep.split: eval); read test once with --final SETTING
+    --decision "...", which scores the chosen settings' kept models on data.test and records
+    the read in the ledger (docs/results/test-reads.csv). A sweep that scores test without
+    --final warns: its test scores are in no ledger.
     """
     cfg = _load(pipeline, overrides)
     if print_config:
         click.echo(cfg.to_yaml())
         return
+    if final:
+        if dry_run or report_only or selection_csv or force:
+            raise click.UsageError("--final is a read of its own: not with --dry-run, --report-only, "
+                                   "--selection-csv or --force")
+        if not decision:
+            raise click.UsageError("--final needs --decision \"...\": what this read of test decides (it goes "
+                                   "into the ledger beside the read)")
+        _final(cfg, pipeline, final, decision, ledger)
+        return
+    if decision:
+        raise click.UsageError("--decision goes with --final SETTING (a final read of test)")
     if selection_csv and cfg.sweep.split == "test":
         raise click.UsageError(f"--selection-csv: {pipeline} reports sweep.split test; a selection is made on "
                                "eval (devel), never on test: add --set sweep.split=eval")
@@ -144,8 +169,26 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         click.echo(verdict.line)
     for line in result.blind:  # knowledge that costs recall where the dictionary is silent
         click.echo(f"warning: {line}")
+    for line in result.warnings:  # runs that found (almost) nothing; test scored outside a final read
+        click.echo(f"warning: {line}")
     for kind, path in result.files.items():
         click.echo(f"{kind}: {path}")
+
+
+def _final(cfg, pipeline: str, settings: tuple[str, ...], decision: str, ledger: str) -> None:
+    """``priorkit sweep PIPELINE --final SETTING ... --decision TEXT``: the final read of test."""
+    _quiet_transformers()
+    from ..evaluation import sweep as sw
+    from ..evaluation.final import final_read
+
+    read = final_read(cfg, list(dict.fromkeys(settings)), decision, ledger=ledger, pipeline=pipeline, log=click.echo)
+    sw.print_table(read.result.cfg, read.result.cells)
+    for line in [*read.result.blind, *read.result.warnings]:
+        click.echo(f"warning: {line}")
+    for kind, path in {**read.result.files, **{f"copied {k}": v for k, v in read.files.items()}}.items():
+        click.echo(f"{kind}: {path}")
+    click.echo(f"read {read.read} recorded in {ledger}: {read.line['settings']} for \"{read.line['decision']}\""
+               + (f" (earlier reads of the same question: {read.line['earlier']})" if read.line["earlier"] else ""))
 
 
 @click.command("tune")

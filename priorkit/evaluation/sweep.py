@@ -131,6 +131,9 @@ class SweepResult:
     verdicts: list[Verdict] = dataclasses.field(default_factory=list)
     #: token classification with a dictionary: the arms blind where it is silent (dictionary_report.blind_spots)
     blind: list[str] = dataclasses.field(default_factory=list)
+    #: what the console must say besides: runs that predict (almost) no entity (baselines.few_entities),
+    #: test scored outside a final read (ledger.unsealed)
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 def grid(cfg: PipelineConfig) -> list[RunPlan]:
@@ -169,6 +172,9 @@ def run_sweep(cfg: PipelineConfig, *, force: bool = False, log: Log = print) -> 
         run_one(plan, splits, force=force, log=log)
     if cfg.sweep.posthoc:  # no training: the base runs' predictions merged with a dictionary
         ranks.on_main(run_posthoc, cfg, splits, _pairs(plans), force=force, log=log)
+    from .baselines import run_baselines
+
+    ranks.on_main(run_baselines, cfg, splits, _pairs(plans), force=force, log=log)  # the dictionary alone ...
     rows = collect_rows(cfg, plans)
     return ranks.on_main(write_reports, cfg, rows)
 
@@ -179,8 +185,10 @@ def _pairs(plans: Sequence[RunPlan]) -> list[tuple[float, int]]:
 
 def all_plans(cfg: PipelineConfig) -> list[RunPlan]:
     """The trained runs of the grid, then the post-hoc arms' runs (``sweep.posthoc``)."""
+    from .baselines import baseline_plans
+
     plans = grid(cfg)
-    return plans + posthoc_plans(cfg, _pairs(plans))
+    return plans + posthoc_plans(cfg, _pairs(plans)) + baseline_plans(cfg, _pairs(plans))
 
 
 def collect_rows(cfg: PipelineConfig, plans: Sequence[RunPlan]) -> list[dict[str, Any]]:
@@ -188,8 +196,11 @@ def collect_rows(cfg: PipelineConfig, plans: Sequence[RunPlan]) -> list[dict[str
     import json
 
     rows = []
+    from .baselines import baseline_plans
+
     known = {p.run_dir for p in plans}
-    plans = [*plans, *(p for p in posthoc_plans(cfg, _pairs(plans)) if p.run_dir not in known)]
+    more = [*posthoc_plans(cfg, _pairs(plans)), *baseline_plans(cfg, _pairs(plans))]
+    plans = [*plans, *(p for p in more if p.run_dir not in known)]
     for plan in plans:
         path = plan.run_dir / "metrics.json"
         if not path.exists():
@@ -244,10 +255,13 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     out.mkdir(parents=True, exist_ok=True)
     metric = cfg.task.metric
     column = f"{cfg.sweep.split}_{metric}"
-    priors = [*prior_settings(cfg), *cfg.sweep.posthoc]
+    from . import baselines as bl
+
+    computed = [b.name for b in bl.computed(cfg)]
+    priors = [*prior_settings(cfg), *cfg.sweep.posthoc, *computed]
     cells = aggregate(rows, column, cfg.sweep.baseline, priors, cfg.sweep.fractions)
-    for c in cells:  # post-hoc arms train nothing: no training time to average
-        if c.prior in cfg.sweep.posthoc:
+    for c in cells:  # post-hoc arms and computed baselines train nothing: no training time to average
+        if c.prior in cfg.sweep.posthoc or c.prior in computed:
             c.seconds = []
     counts: dict = {}  # run folder -> per-sentence entity counts, read once for both tables
     add_sentence_cis(cfg, cells, counts)
@@ -255,10 +269,19 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
     write_csv(rows, files["csv"])
     from .dictionary_report import write as dictionary_section
 
-    section, dict_csv, blind = dictionary_section(cfg, rows, out)  # recall inside and outside the dictionary
-    files["md"].write_text(markdown_table(cfg, cells) + section)
+    alone = {b.name for b in bl.computed(cfg) if b.kind == "dictionary"}  # the dictionary's own row stands for them
+    section, dict_csv, blind = dictionary_section(cfg, [r for r in rows if r["prior"] not in alone], out)
+    against, against_csv = bl.comparisons_section(cfg, rows, out, counts)  # each arm vs each baseline
+    warnings = bl.few_entities(cfg, rows)
+    from .ledger import unsealed
+
+    warnings += unsealed(cfg)
+    files["md"].write_text(markdown_table(cfg, cells) + against + section
+                           + "".join(f"\n- warning: {w}\n" for w in warnings))
     if dict_csv is not None:
         files["dictionary"] = dict_csv
+    if against_csv is not None:
+        files["baselines"] = against_csv
     if cfg.sweep.plot and cells:
         png = plot(cfg, cells, out / PLOT_FILE)
         if png is not None:
@@ -266,9 +289,9 @@ def write_reports(cfg: PipelineConfig, rows: list[dict[str, Any]]) -> SweepResul
         files.update(curve_files(cfg, cells, out))
     if cfg.sweep.split != "test":  # a selection: its file (docs/results/*-selection.csv form)
         files["selection"] = write_sweep_selection(cfg, rows, out / SELECTION_FILE)
-    verdicts, control_files = sweep_controls(cfg, rows, counts)
+    verdicts, control_files = sweep_controls(cfg, [r for r in rows if r["prior"] not in computed], counts)
     files.update(control_files)
-    return SweepResult(cfg, rows, cells, files, verdicts, blind)
+    return SweepResult(cfg, rows, cells, files, verdicts, blind, warnings)
 
 
 def add_sentence_cis(cfg: PipelineConfig, cells: Sequence[Cell], cache: dict | None = None) -> None:

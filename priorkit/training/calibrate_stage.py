@@ -52,18 +52,14 @@ def reads_dictionary(prior: Any) -> bool:
     return prior.features is not None or (silver is not None and silver.uses_dictionary)
 
 
-def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str],
-                  say: Callable[[str], None] | None = None) -> tuple[RunPlan, dict[str, Any] | None]:
-    """(the plan with its matches calibrated, the calibration's record); the plan unchanged and
-    None without ``prior.calibrate`` and without ``silver.weight: auto``."""
+def calibration_of(plan: RunPlan, splits: dict[str, Split], task_labels: list[str]
+                   ) -> tuple[Calibration, float | None, list, list, dict[str, str]]:
+    """The calibration a run of ``plan`` makes on its own gold subset, as :func:`calibrate_run`
+    makes it: (the counts, the threshold or None, the forms dropped, the forms kept inside a
+    dropped branch, the group -> type map it counted with).  Also read by the sweep's calibrated
+    dictionary-alone baseline (``priorkit.evaluation.baselines``), so that it is calibrated exactly
+    as the setting it stands beside."""
     prior = plan.prior
-    silver = prior.silver if prior is not None else None
-    auto = silver is not None and silver.teacher is None and (
-        silver.weight == "auto" or (silver.unmatched_weight == "auto" and silver.unmatched == "O"))
-    if prior is None or (prior.calibrate is None and not auto):
-        return plan, None
-    if not auto and not reads_dictionary(prior):  # no features, and silver labels without a dictionary
-        return plan, None                        # (teacher.dictionary false): the dictionary is not asked
     where = plan.cfg.where("prior.calibrate" if prior.calibrate is not None else "prior.silver.weight")
     train = splits["train"]
     gold = [train.examples[i] for i in plan.train_indices(len(train))]
@@ -85,6 +81,22 @@ def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str
     threshold = c.threshold if c is not None and c.threshold > 0 else None
     drop = cal.dropped(threshold) if threshold is not None else []
     keep = cal.kept(threshold) if threshold is not None else []
+    return cal, threshold, drop, keep, types
+
+
+def calibrate_run(plan: RunPlan, splits: dict[str, Split], task_labels: list[str],
+                  say: Callable[[str], None] | None = None) -> tuple[RunPlan, dict[str, Any] | None]:
+    """(the plan with its matches calibrated, the calibration's record); the plan unchanged and
+    None without ``prior.calibrate`` and without ``silver.weight: auto``."""
+    prior = plan.prior
+    silver = prior.silver if prior is not None else None
+    auto = silver is not None and silver.teacher is None and (
+        silver.weight == "auto" or (silver.unmatched_weight == "auto" and silver.unmatched == "O"))
+    if prior is None or (prior.calibrate is None and not auto):
+        return plan, None
+    if not auto and not reads_dictionary(prior):  # no features, and silver labels without a dictionary
+        return plan, None                        # (teacher.dictionary false): the dictionary is not asked
+    cal, threshold, drop, keep, _ = calibration_of(plan, splits, task_labels)
     record = cal.to_dict(threshold)
     changes: dict[str, Any] = {}
     if drop:
