@@ -81,6 +81,11 @@ class OntologyProvider(PriorProvider):
     - ``cache``: where the parsed index is saved: True (default:
       ``priorkit_home()/index/ontology/<key>``), False (never saved), or a
       folder (``<folder>/ontology/<key>``); not part of the fingerprint
+    - ``data_dir``: a folder holding the ontology files under their own names
+      (``hp.obo``, ``mesh.obo`` for ``source``; each ``path`` file's name),
+      read instead of their usual place: a recipe folder carries its
+      dictionary so (docs/tagging.md).  Not part of the fingerprint: the
+      files' checksums are, so the same files give the same fingerprint
     """
 
     name = "ontology"
@@ -97,7 +102,7 @@ class OntologyProvider(PriorProvider):
                  cache: bool | str | os.PathLike = True, source: str | None = None,
                  within: float | None = None, related: float | None = None,
                  unrelated: float | None = None, hops: int | None = None, groups: int | None = None,
-                 **rules: Any) -> None:
+                 data_dir: str | os.PathLike | None = None, **rules: Any) -> None:
         if measure not in (*MEASURES, "concept"):
             raise ProviderParameterError(f"ontology: unknown measure {measure!r}; choose one of "
                              f"{', '.join(MEASURES)}, concept")
@@ -140,6 +145,10 @@ class OntologyProvider(PriorProvider):
         self.rules = {**_rules.DEFAULTS, **_rules.check_rules(rules)}
         self.params["matcher_rules"] = {k: list(v) if k == "term_filter" else v for k, v in self.rules.items()}
         self._cache = cache
+        self._data_dir = None if data_dir is None else Path(data_dir).expanduser()
+        if self._data_dir is not None and not self._data_dir.is_dir():
+            raise ProviderParameterError(f"ontology: data_dir {self._data_dir} is not a folder; pass the folder "
+                                         "that holds the ontology files (a recipe's dictionary/)")
         self._index: OntologyIndex | None = None
         self._checksum: str | None = None
         self._memo: dict[int, float] = {}
@@ -153,10 +162,20 @@ class OntologyProvider(PriorProvider):
     def _paths(self) -> list[Path]:
         path = self.params["path"]
         if "source" in self.params:
-            return source_paths(self.params["source"])
-        if isinstance(path, list):
-            return [Path(x).expanduser() for x in path]
-        return [Path(path).expanduser() if path is not None else default_path()]
+            paths = source_paths(self.params["source"], fetch=self._data_dir is None)
+        elif isinstance(path, list):
+            paths = [Path(x).expanduser() for x in path]
+        else:
+            paths = [Path(path).expanduser() if path is not None else default_path()]
+        if self._data_dir is None:
+            return paths
+        moved = [self._data_dir / p.name for p in paths]
+        missing = [p for p in moved if not p.exists()]
+        if missing:
+            raise ResourceError(f"ontology: data_dir {self._data_dir} has no {missing[0].name} (the file "
+                                f"{'source ' + self.params['source'] if 'source' in self.params else 'path'} "
+                                "reads); copy it there or drop data_dir")
+        return moved
 
     def _files(self) -> list[Path]:
         out = []
@@ -171,6 +190,11 @@ class OntologyProvider(PriorProvider):
             else:
                 out.append(p)
         return out
+
+    def data_files(self) -> list[Path]:
+        """The files (or RRF folders) this provider reads its ontology from, as given (a recipe
+        folder copies them)."""
+        return self._paths()
 
     def data_checksum(self) -> str:
         if self._checksum is None:

@@ -44,10 +44,13 @@ def source_names(source: str) -> list[str]:
     return names
 
 
-def source_paths(source: str) -> list[Path]:
-    """``"hpo+mesh"`` -> the fetched files (fetched on first use), in that order."""
+def source_paths(source: str, fetch: bool = True) -> list[Path]:
+    """``"hpo+mesh"`` -> the fetched files (fetched on first use; ``fetch=False``: only their
+    names matter, nothing is fetched), in that order."""
     from priorkit.resources import resource_path
 
+    if not fetch:
+        return [Path(SOURCES[n][1]) for n in source_names(source)]
     return [resource_path(*SOURCES[n]) for n in source_names(source)]
 
 

@@ -48,7 +48,8 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
     With a trained run or model folder first (priorkit show RUN_OR_MODEL TEXT_A
     [TEXT_B]): the attention of --layers/--heads with the prior as trained and
     switched off, a per-head summary, --out a PNG grid, --json the matrices
-    (docs/show.md).
+    (docs/show.md).  A recipe folder alone (priorkit show FOLDER): its card, the
+    chain of steps and the scores with their files (docs/tagging.md).
     """
     from .show_trained import looks_like_folder, show_trained
 
@@ -68,6 +69,14 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
                      max_length=max_length, json_out=json_out, out=out)
         return
     if len(inputs) == 1 and looks_like_folder(inputs[0]):
+        from ..inference.recipe_folder import is_recipe
+
+        if is_recipe(inputs[0]):  # a recipe: its card (the chain, members, dictionary, scores and their files)
+            from ..inference.card import recipe_card
+            from ..inference.recipe import read_recipe
+
+            click.echo(recipe_card(read_recipe(inputs[0])))
+            return
         raise click.UsageError(f"{inputs[0]} looks like a run or model folder; give the text to show after it")
     text_a, text_b = inputs[0], (inputs[1] if len(inputs) > 1 else None)
     from ..align import PriorBuilder, load_tokenizer

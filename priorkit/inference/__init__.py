@@ -4,6 +4,9 @@ carries (``folder``: priorkit.json and the model card).  See docs/inference.md."
 from __future__ import annotations
 
 from .ensemble import Ensemble, load_ensemble
-from .predictor import PredictionWarning, Predictor, entities, load_model, resolve_folder
+from .loader import load_model
+from .predictor import PredictionWarning, Predictor, entities, resolve_folder
+from .recipe import Recipe
 
-__all__ = ["load_model", "load_ensemble", "Ensemble", "Predictor", "PredictionWarning", "entities", "resolve_folder"]
+__all__ = ["load_model", "load_ensemble", "Ensemble", "Predictor", "Recipe", "PredictionWarning", "entities",
+           "resolve_folder"]

@@ -95,3 +95,60 @@ def _example_call(inputs: str) -> str:
     if inputs == "single":
         return 'model.predict(["A man plays guitar."])'
     return 'model.predict([("A man plays guitar.", "A woman plays the guitar.")])'
+
+
+def recipe_card(info: Mapping[str, Any]) -> str:
+    """The README.md of a recipe folder: its chain of steps, members, dictionary, the scores with
+    the files they were measured in, how to load it and the command that made it."""
+    from ..decode.steps import describe, from_data
+
+    run, dictionary = info.get("run") or {}, info.get("dictionary")
+    labels = (info.get("task") or {}).get("labels") or []
+    types = sorted({label[2:] for label in labels if label[1:2] == "-"})
+    front = ["---", "library_name: transformers", "pipeline_tag: token-classification", "tags:", "- priorkit",
+             "- priorkit-recipe", "---"]
+    title = f"{run.get('pipeline') or 'priorkit'}: {run.get('arm') or 'recipe'}"
+    lines = front + ["", f"# {title}", "",
+                     f"A priorkit recipe: {len(info['members'])} NER model(s) and the steps after them, tagging "
+                     f"{', '.join(types) or 'entities'}.", "", "## Chain", "",
+                     describe(from_data(info["steps"])), "", "| step | settings |", "|---|---|"]
+    for step in info["steps"]:
+        lines.append(f"| {step['kind']} | " + ", ".join(f"{k}: {v}" for k, v in step.items() if k != "kind") + " |")
+    lines += ["", "## Members", "", "| name | folder | share | SHA-256 of the weights |", "|---|---|---|---|"]
+    for m in info["members"]:
+        lines.append(f"| {m['name']} | `{m['folder']}` | {m.get('share') if m.get('share') is not None else '-'} | "
+                     f"`{m.get('sha256', '')[:16]}` |")
+    lines += ["", "## Dictionary", ""]
+    if dictionary:
+        cal = dictionary.get("calibration") or {}
+        lines += [f"- provider `{dictionary['provider']}`, parameters `{json.dumps(dictionary['params'], sort_keys=True)}`",
+                  f"- fingerprint `{dictionary.get('fingerprint')}`",
+                  f"- type map `{json.dumps(dictionary['types'])}`",
+                  f"- calibration: " + (f"threshold {cal.get('threshold')}, {len(cal.get('drop') or [])} forms dropped, "
+                                        f"{len(cal.get('keep') or [])} kept" if cal else "none")]
+    else:
+        lines.append("None: the steps read no dictionary.")
+    files = (info.get("data") or {}).get("files") or []
+    if files:
+        lines += ["", "Ontology files carried in `dictionary/`: " + ", ".join(
+            f"`{f['name']}` ({f['bytes'] / 1e6:.1f} MB)" for f in files) + "."]
+    lines += ["", "## Scores", ""]
+    scores = info.get("scores") or {}
+    if scores:
+        lines += ["| split | precision | recall | f1 | sentences |", "|---|---|---|---|---|"]
+        for split, s in scores.items():
+            lines.append(f"| {split} | {s.get('precision', float('nan')):.4f} | {s.get('recall', float('nan')):.4f} | "
+                         f"{s.get('f1', float('nan')):.4f} | {int(s.get('examples', 0))} |")
+        lines += ["", "Measured by the sweep arm this recipe was exported from, in:"]
+        lines += [f"- {what}: `{path}`" for what, path in (info.get("result_files") or {}).items()]
+    else:
+        lines.append("Not measured.")
+    lines += ["", "## Use", "", "```python", "import priorkit", "",
+              'tagger = priorkit.load_model("PATH/TO/THIS/FOLDER")',
+              'tagger("Haloperidol-induced tremor was treated with biperiden.")   # entities with character offsets',
+              'tagger.predict([["Aspirin", "causes", "nausea", "."]])              # tags of pre-split sentences',
+              "```", "", "```bash", "priorkit predict PATH/TO/THIS/FOLDER input.conll --out tagged.jsonl", "```", "",
+              "## Made by", "", "```bash", run.get("command") or "(unknown)", "```", "",
+              f"priorkit {info.get('priorkit_version')}, {info.get('created')}"
+              + (f"; {info['bytes'] / 1e6:.0f} MB" if info.get("bytes") else "") + ".", ""]
+    return "\n".join(lines)

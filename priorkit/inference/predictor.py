@@ -21,9 +21,11 @@ import numpy as np
 from ..channels.base import PredictionWarning
 from ..decode.decoding import check_decoding, check_o_bias, decode_tags, first_subtokens
 from ..decode.spans import entity_dicts
+from ..decode.steps import Decode
 from ..errors import PriorkitError
 from ..task_types import AUTO_CLASSES
 from . import manifest as mf
+from .tagger import Tagging
 
 
 # ---------------------------------------------------------------------------
@@ -157,7 +159,7 @@ def _max_length(asked: int | None, trained: int | None, tokenizer: Any, model: A
 # ---------------------------------------------------------------------------
 # the predictor
 # ---------------------------------------------------------------------------
-class Predictor:
+class Predictor(Tagging):
     """A fine-tuned model, its tokenizer and prior builder; ``predict`` gives plain records.
 
     * sentence-pair regression: ``{"score": float}`` on the labels' own scale
@@ -210,6 +212,17 @@ class Predictor:
         if value and self.task_type != "token-classification":
             raise PriorkitError(f"o_bias shifts the tag O of an NER model; this {self.task_type} model has none")
         self._o_bias = check_o_bias(value, self.labels)
+
+    # ---- documents (tagger.Tagging: tag_documents, model(text)) -------------------------------
+    dictionary = None  # a plain model has no dictionary: its entities carry no concept IDs
+
+    @property
+    def steps(self) -> tuple:
+        """NER: the one step after the model, its decoding (:mod:`priorkit.decode.steps`)."""
+        return (Decode(self._decode, self._o_bias),)
+
+    def _scorers(self) -> list[tuple["Predictor", list[int]]]:
+        return [(self, list(range(len(self.labels or ()))))]
 
     def channel(self, name: str) -> Any:
         """The model's channel ``name`` (None: it has none)."""
