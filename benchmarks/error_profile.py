@@ -28,7 +28,7 @@ from priorkit.config import PosthocConfig, load_config  # noqa: E402
 from priorkit.training.data import load_data  # noqa: E402
 from priorkit.evaluation.dictionary_recall import dictionary_recall  # noqa: E402
 from priorkit.training.plan import RunPlan  # noqa: E402
-from priorkit.evaluation.posthoc import dictionary_tags, entities, overlaps  # noqa: E402
+from priorkit.evaluation.posthoc import dictionary_tags, typed_arm, entities, overlaps  # noqa: E402
 from priorkit.training.predictions import read_predictions  # noqa: E402
 
 
@@ -78,6 +78,7 @@ def main() -> None:
     split = cfg.sweep.split
     examples = load_data(cfg)[split].examples
     arm = next(iter(cfg.sweep.posthoc.values()), None) or PosthocConfig(params={"source": "hpo+mesh"})
+    arm = typed_arm(cfg, arm, "sweep.posthoc", (t for e in examples for t in e["tags"]))  # the pipeline's type map
     dictionary = dictionary_tags(arm, examples)
     seeds = args.seeds or cfg.sweep.seeds
     per: dict[str, dict[int, dict]] = {}

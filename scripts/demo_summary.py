@@ -30,7 +30,7 @@ from priorkit.evaluation.curve import compare, score_table  # noqa: E402
 from priorkit.training.data import load_data  # noqa: E402
 from priorkit.evaluation.dictionary_recall import dictionary_recall, entities, recall_table  # noqa: E402
 from priorkit.training.plan import RunPlan  # noqa: E402
-from priorkit.evaluation.posthoc import dictionary_tags  # noqa: E402
+from priorkit.evaluation.posthoc import dictionary_tags, typed_arm  # noqa: E402
 from priorkit.training.predictions import read_predictions  # noqa: E402
 from priorkit.evaluation.sweep import collect_rows, grid  # noqa: E402
 
@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     examples = load_data(cfg)[split].examples
     gold = [list(e["tags"]) for e in examples]
     arm = next(iter(cfg.sweep.posthoc.values()), None) or PosthocConfig(params={"source": "hpo+mesh"})
+    arm = typed_arm(cfg, arm, "sweep.posthoc", (t for e in examples for t in e["tags"]))  # the pipeline's type map
     dictionary = dictionary_tags(arm, examples)
     dict_f1 = 100 * ner_metrics(gold, dictionary)["f1"]
     out = cfg.out_dir

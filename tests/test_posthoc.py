@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from priorkit.config import ConfigError, load_config
-from priorkit.evaluation.posthoc import add_document_matches, join_fragments, merge, propagate
+from priorkit.evaluation.posthoc import add_document_matches, join_fragments, merge
 from priorkit.training.predictions import entity_counts
 from priorkit.training.tasks import ner_metrics
 from priorkit.stats import bootstrap_f1_delta, f1_from_counts
@@ -72,34 +72,6 @@ def test_add_document_matches_adds_only_what_the_sentence_matches_lack_where_the
     assert add_document_matches(model, sentence, sentence) == model
     with pytest.raises(Exception, match="6 model tags, 6 sentence-level and 5 document-level"):
         add_document_matches(model, sentence, document[:5])
-
-
-def test_propagate_carries_the_models_finds_to_their_untagged_repeats_within_the_window():
-    words = [s.split() for s in ("PTH levels rose", "the pth fell .", "no PTH here", "far away", "PTH again")]
-    tags = [["B-Chemical", "O", "O"], ["O"] * 4, ["O"] * 3, ["O"] * 2, ["O"] * 2]
-    # share 0: one tagged occurrence within the window suffices; case is folded
-    assert propagate(tags, words, 2, 0.0)[:3] == \
-        [["B-Chemical", "O", "O"], ["O", "B-Chemical", "O", "O"], ["O", "B-Chemical", "O"]]
-    assert propagate(tags, words, 2, 0.0)[4] == ["O", "O"]  # four sentences away: out of the window
-    assert propagate(tags, words, -1, 0.0)[4] == ["B-Chemical", "O"]  # -1: the whole document
-    # a majority: one tagged against two untagged in the window of sentence 1 (0-2): nothing
-    assert propagate(tags, words, 1, 0.5)[1] == ["O"] * 4
-    # two tagged against one untagged: carried, with the type tagged most often
-    twice = [["B-Chemical", "O", "O"], ["O"] * 4, ["O", "B-Chemical", "O"], ["O"] * 2, ["B-Disease", "O"]]
-    assert propagate(twice, words, 1, 0.5)[1] == ["O", "B-Chemical", "O", "O"]
-    # where a model entity overlaps the repeat, nothing is added; a one-letter surface is never carried
-    covered = [["B-Chemical", "O", "O"], ["B-Disease", "I-Disease", "O", "O"], ["O"] * 3, ["O"] * 2, ["O"] * 2]
-    assert propagate(covered, words, 2, 0.0)[1] == ["B-Disease", "I-Disease", "O", "O"]
-    letters = [["a", "b"], ["a", "c"]]
-    assert propagate([["B-Chemical", "O"], ["O", "O"]], letters, -1, 0.0) == [["B-Chemical", "O"], ["O", "O"]]
-    # the longer surface first: "renal failure" is carried whole, not "renal" inside it
-    two = [s.split() for s in ("renal failure and renal", "acute renal failure")]
-    found = [["B-Disease", "I-Disease", "O", "B-Disease"], ["O", "O", "O"]]
-    assert propagate(found, two, 1, 0.0)[1] == ["O", "B-Disease", "I-Disease"]
-    with pytest.raises(Exception, match="window -2"):
-        propagate(tags, words, -2, 0.5)
-    with pytest.raises(Exception, match="one tag per word"):
-        propagate(tags[:4], words, 1, 0.5)
 
 
 def test_document_tags_carry_abbreviations_to_the_next_sentences():
@@ -163,6 +135,38 @@ def test_an_arm_reading_the_whole_split_is_redone_when_an_unsampled_sentence_cha
     assert after_splits["test"].digest == splits["test"].digest  # the sample itself is unchanged
     assert _key(cfg, plain, {}, after_splits) == before[0]
     assert _key(cfg, reading, {}, after_splits) != before[1]
+
+
+def test_an_arms_type_map_comes_from_the_pipeline_and_old_arms_keep_their_keys(tmp_path):
+    from pathlib import Path
+
+    from priorkit.config import PosthocConfig
+    from priorkit.errors import PriorkitError
+    from priorkit.evaluation.posthoc import _key, dictionary_tags, typed_arm
+    from priorkit.supervision.type_map import MAP_BEFORE_47
+    from priorkit.training.data import load_data
+
+    mini = str(Path(__file__).parent / "fixtures" / "ontology" / "mini.obo")
+    (tmp_path / "p.yaml").write_text(NER + "    dict: {of: none}\n")
+    cfg = load_config(tmp_path / "p.yaml")
+    arm = PosthocConfig(params={"path": mini, "cache": False})
+    tags = ["B-Chemical", "B-Disease", "O"]
+    # no map in the pipeline, and the mini ontology's group is not an entity type of BC5CDR: stop, naming the field
+    with pytest.raises(PriorkitError, match=rf"{re.escape(str(tmp_path / 'p.yaml'))}:9: sweep.posthoc.dict: no type "
+                                            r"map .* set task.dictionary_types or sweep.posthoc.dict.types"):
+        typed_arm(cfg, arm, "sweep.posthoc.dict", tags)
+    with pytest.raises(PriorkitError, match="has no type map"):
+        dictionary_tags(arm, [{"words": ["x"]}])
+    # the pipeline's map (task.dictionary_types), or the arm's own
+    cfg.task.dictionary_types = {"mini": "Disease"}
+    assert typed_arm(cfg, arm, "sweep.posthoc.dict", tags).types == {"mini": "Disease"}
+    own = PosthocConfig(params=arm.params, types={"mini": "Chemical"})
+    assert typed_arm(cfg, own, "sweep.posthoc.dict", tags) is own
+    # an arm whose null types are filled with the map null meant before keeps its key; another map changes it
+    splits = load_data(cfg)
+    old = _key(cfg, arm, {"eval_key": "b"}, splits)
+    assert _key(cfg, arm, {"eval_key": "b"}, splits, types=dict(MAP_BEFORE_47)) == old
+    assert _key(cfg, arm, {"eval_key": "b"}, splits, types={"mini": "Disease"}) != old
 
 
 def test_fragments_stay_out_of_the_key_of_arms_made_before_it():
@@ -259,9 +263,10 @@ sweep:
     ("    dict: {document: -2}\n", 9, "sweep.posthoc.dict.document", "-1: to the end of the split"),
     ("    dict: {document: 20, calibrate: {threshold: 0.5}}\n", 9, "sweep.posthoc.dict.document",
      "cannot follow a calibration"),
-    ("    dict: {propagate: -2}\n", 9, "sweep.posthoc.dict.propagate", "-1: the whole split"),
-    ("    dict: {propagate: 20}\n", 9, "sweep.posthoc.dict.propagate", "only kept models can tag"),
-    ("    dict: {share: 1.5}\n", 9, "sweep.posthoc.dict.share", "from 0 to 1, got 1.5"),
+    # removed options: one line naming the field and that it was removed (config/removed.py)
+    ("    dict: {propagate: -1}\n", 9, "sweep.posthoc.dict.propagate", "was removed: the post-hoc arm's propagation"),
+    ("    dict:\n      of: none\n      share: 0.5\n", 11, "sweep.posthoc.dict.share", "was removed: the vote"),
+    ("    dict: {min_prob: 0.1}\n", 9, "sweep.posthoc.dict.min_prob", "was removed: the gate"),
 ])
 def test_bad_posthoc_arms_name_the_file_and_line(tmp_path, entry, line, field, words):
     path = tmp_path / "p.yaml"
@@ -344,9 +349,6 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
                       types: {{mini: Disease}}}}
             dict-document: {{of: none, merge: union, provider: ontology, params: {{path: {mini}, cache: false}},
                              types: {{mini: Disease}}, document: 2}}
-            carried: {{of: features, mix: [none], weights: [0.7, 0.3], decode: viterbi, o_bias: 0.5,
-                       document: 2, propagate: -1, share: 0.0, provider: ontology,
-                       params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           dictionary: {{provider: ontology, params: {{path: {mini}, cache: false}}, types: {{mini: Disease}}}}
           split: test
         """))
@@ -412,13 +414,6 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
         doc_tags = document_tags(doc_arm, words, list(range(len(words))), window=2)
         want = [add_document_matches(merge(t, d, "union"), d, x) for t, d, x in zip(tags, dict_tags, doc_tags)]
         assert read_predictions(out / "dict-document" / "frac1" / f"seed{seed}", "test")[0] == want
-        # the mix, its document pass, then its own finds carried to their repeats across the whole file
-        from priorkit.evaluation.posthoc import dictionary_steps
-
-        carried = propagate(dictionary_steps(mixed_tags, dict_tags, False, doc_tags), words, -1, 0.0)
-        assert read_predictions(out / "carried" / "frac1" / f"seed{seed}", "test")[0] == carried
-        c = json.loads((out / "carried" / "frac1" / f"seed{seed}" / "metrics.json").read_text())
-        assert c["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, carried)["f1"])
         assert m["metrics"]["test"]["f1"] == pytest.approx(ner_metrics(gold, joined)["f1"])
     # every trained arm's recall inside and outside the dictionary, the dictionary alone as a row
     dict_rows = list(csv.DictReader(open(out / "results-dictionary.csv")))
@@ -456,57 +451,3 @@ def test_posthoc_arms_are_scored_like_runs(tmp_path, tiny_bert_dir):
     # a second call merges nothing again
     again = CliRunner().invoke(cli, ["sweep", str(path)], catch_exceptions=False)
     assert again.exit_code == 0 and "post-hoc: skipped (metrics.json is up to date)" in again.output
-
-
-def test_propagate_with_the_models_probabilities_carries_only_where_the_model_half_agrees():
-    import numpy as np
-
-    labels = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
-    words = [s.split() for s in ("PTH levels rose", "the PTH fell", "PTH again")]
-    tags = [["B-Chemical", "O", "O"], ["O"] * 3, ["O"] * 2]
-
-    def probs(chem_at_repeat_1, chem_at_repeat_2):
-        rows = []
-        for ws, at in zip(words, (None, (1, chem_at_repeat_1), (0, chem_at_repeat_2))):
-            p = np.tile([1.0, 0, 0, 0, 0], (len(ws), 1))
-            if at is not None:
-                j, c = at
-                p[j] = [1 - c, c * 0.75, c * 0.25, 0, 0]  # B- and I- of the type count together
-            rows.append(p)
-        rows[0][0] = [0.05, 0.95, 0, 0, 0]
-        return rows
-
-    plain = propagate(tags, words, -1, 0.0)
-    assert plain[1] == ["O", "B-Chemical", "O"] and plain[2] == ["B-Chemical", "O"]
-    # the model gave Chemical 0.3 at the first repeat and 0.02 at the second: with min_prob 0.1 only the first
-    gated = propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.02), labels=labels, min_prob=0.1)
-    assert gated[1] == ["O", "B-Chemical", "O"] and gated[2] == ["O", "O"]
-    # min_prob 0 with probabilities: the same as without them
-    assert propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.02), labels=labels, min_prob=0.0) == plain
-    # a multi-word surface: the mean over its words counts
-    two = [s.split() for s in ("renal failure seen", "then renal failure")]
-    found = [["B-Disease", "I-Disease", "O"], ["O"] * 3]
-    p2 = [np.tile([1.0, 0, 0, 0, 0], (3, 1)), np.array([[1.0, 0, 0, 0, 0], [0.5, 0, 0, 0.5, 0], [0.9, 0, 0, 0, 0.1]])]
-    assert propagate(found, two, -1, 0.0, probs=p2, labels=labels, min_prob=0.3)[1] == ["O", "B-Disease", "I-Disease"]
-    assert propagate(found, two, -1, 0.0, probs=p2, labels=labels, min_prob=0.31)[1] == ["O"] * 3
-    # a truncated sentence (fewer rows than words): the words past its end count as 0
-    short = probs(0.3, 0.3)
-    short[1] = short[1][:1]
-    assert propagate(tags, words, -1, 0.0, probs=short, labels=labels, min_prob=0.1)[1] == ["O"] * 3
-    with pytest.raises(Exception, match="needs the model's word probabilities"):
-        propagate(tags, words, -1, 0.0, min_prob=0.1)
-    with pytest.raises(Exception, match="without their labels"):
-        propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.3), min_prob=0.1)
-    narrow = probs(0.3, 0.3)
-    narrow[1] = narrow[1][:, :3]
-    with pytest.raises(Exception, match=r"sentence 1: probabilities of shape \(3, 3\)"):
-        propagate(tags, words, -1, 0.0, probs=narrow, labels=labels, min_prob=0.1)
-    nan = probs(0.3, 0.3)
-    nan[2][0, 0] = np.nan
-    with pytest.raises(Exception, match="sentence 2: probabilities must be finite"):
-        propagate(tags, words, -1, 0.0, probs=nan, labels=labels, min_prob=0.1)
-    with pytest.raises(Exception, match="the tags have type 'Chemical', the probabilities' labels none"):
-        propagate(tags, words, -1, 0.0, probs=[p[:, [0, 3, 4]] for p in probs(0.3, 0.3)],
-                  labels=["O", "B-Disease", "I-Disease"], min_prob=0.1)
-    with pytest.raises(Exception, match="min_prob 1.5 out of range"):
-        propagate(tags, words, -1, 0.0, probs=probs(0.3, 0.3), labels=labels, min_prob=1.5)

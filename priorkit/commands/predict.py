@@ -44,22 +44,20 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--dictionary", default=None,
               help="NER: an ontology (a source such as hpo+mesh, or a file) for --fragments and --document.")
 @click.option("--dictionary-types", default=None,
-              help='NER: match group -> entity type as JSON, e.g. \'{"hpo": "Disease"}\' (default: BC5CDR\'s).')
+              help='NER: match group -> entity type as JSON, e.g. \'{"hpo": "Disease"}\' [default: the '
+                   "model's entity types, when they are groups of the dictionary].")
 @click.option("--fragments", is_flag=True,
               help="NER: the dictionary's entity replaces two or more pieces the model split it into.")
 @click.option("--document", type=click.IntRange(min=-1), default=None,
               help="NER: read INPUT's sentences in order as one document; the dictionary's entities whose "
                    "abbreviations carry N sentences (-1: to the end) are added where the model found none.")
-@click.option("--propagate", type=click.IntRange(min=-1), default=None,
-              help="NER: last, read INPUT's sentences in order as one document and carry each predicted entity "
-                   "to its untagged repeats within N sentences (-1: the whole input).")
-@click.option("--share", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="With --propagate: the least share of a surface's occurrences nearby that must be tagged.")
+@click.option("--propagate", hidden=True, default=None, expose_value=False, callback=lambda c, p, v: _removed(p, v))
+@click.option("--share", hidden=True, default=None, expose_value=False, callback=lambda c, p, v: _removed(p, v))
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
 @click.pass_context
 def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
                     text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, o_bias,
-                    dictionary, dictionary_types, fragments, document, propagate, share, progress) -> None:
+                    dictionary, dictionary_types, fragments, document, progress) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -97,14 +95,9 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     else:
         records = predictor.predict(inputs, batch_size=batch_size, progress=progress and not quiet)
     if fragments or document is not None:
-        records = _with_dictionary(records, inputs, predictor.task_type, dictionary, dictionary_types, fragments,
-                                   document)
+        records = _with_dictionary(records, inputs, predictor, dictionary, dictionary_types, fragments, document)
     elif dictionary is not None or dictionary_types is not None:
         raise click.UsageError("--dictionary is for --fragments or --document; add one of them")
-    if propagate is not None:
-        records = _propagated(records, inputs, predictor.task_type, propagate, share)
-    elif share != 0.5:
-        raise click.UsageError("--share is the vote of --propagate; add --propagate N")
     text = pio.render(records, inputs, fmt)
     if out is None:
         sys.stdout.write(text)
@@ -114,7 +107,15 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
         click.echo(f"wrote {len(records)} predictions to {out}", err=True)
 
 
-def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, dictionary: str | None,
+def _removed(param: click.Parameter, value: object) -> None:
+    """A removed option given: one line saying so, instead of "no such option"."""
+    if value is not None:
+        raise click.UsageError(f"{param.opts[0]} was removed: carrying the model's finds across the document "
+                               "(with --share, its vote) was tried in one experiment and not adopted "
+                               "(docs/benchmarks.md); leave it out")
+
+
+def _with_dictionary(records: list[dict], inputs: list[dict], predictor, dictionary: str | None,
                      types: str | None, fragments: bool, document: int | None) -> list[dict]:
     """NER records after the post-hoc steps of a sweep's arm (docs/pipelines.md#post-hoc-arms-does-the-
     knowledge-need-a-learned-channel): the dictionary joining split entities, then its document pass."""
@@ -123,8 +124,11 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
     from ..inference import entities
     from ..config import PosthocConfig
     from ..evaluation.posthoc import dictionary_steps, dictionary_tags, document_tags
+    from ..errors import PriorkitError
+    from ..supervision.type_map import entity_types_of, resolve_types
+    import priorkit
 
-    if task_type != "token-classification":
+    if predictor.task_type != "token-classification":
         raise click.UsageError("--fragments and --document are for NER models (token classification)")
     if dictionary is None:
         raise click.UsageError("--fragments and --document need --dictionary (an ontology source such as "
@@ -137,6 +141,12 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
         raise click.BadParameter(f"a non-empty JSON object of match group -> entity type, got {types}",
                                  param_hint="--dictionary-types")
     params = {"path": dictionary} if Path(dictionary).exists() else {"source": dictionary}
+    try:
+        type_map = resolve_types(type_map, lambda: priorkit.get_provider("ontology", **params).match_groups(),
+                                 entity_types_of(predictor.labels or ()), field="--dictionary-types",
+                                 who=f"--dictionary {dictionary}")
+    except PriorkitError as exc:
+        raise click.UsageError(str(exc)) from None
     arm = PosthocConfig(params=params, types=type_map)
     words = [list(i["words"]) for i in inputs]
     sentence = dictionary_tags(arm, [{"words": w} for w in words])
@@ -144,15 +154,3 @@ def _with_dictionary(records: list[dict], inputs: list[dict], task_type: str, di
     tags = dictionary_steps([r["tags"] for r in records], sentence, fragments, doc)
     return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]
 
-
-def _propagated(records: list[dict], inputs: list[dict], task_type: str, window: int, share: float) -> list[dict]:
-    """NER records with each predicted entity carried to its untagged repeats within ``window``
-    sentences (:func:`priorkit.evaluation.posthoc.propagate`; a sweep arm's ``propagate``)."""
-    from ..inference import entities
-    from ..evaluation.posthoc import propagate
-
-    if task_type != "token-classification":
-        raise click.UsageError("--propagate is for NER models (token classification)")
-    words = [list(i["words"]) for i in inputs]
-    tags = propagate([r["tags"] for r in records], words, window, share)
-    return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]

@@ -40,6 +40,12 @@ def _check(cfg: PipelineConfig) -> None:
         raise fail("task.o_bias", f"shifts the tag O of token classification; {t.type} has none")
     if not math.isfinite(t.o_bias):
         raise fail("task.o_bias", f"must be a finite number, got {t.o_bias}")
+    if t.dictionary_types is not None and t.type != "token-classification":
+        raise fail("task.dictionary_types", f"types a dictionary's matches as entities of token classification, "
+                                            f"not {t.type}; remove it")
+    if t.dictionary_types is not None and not t.dictionary_types:
+        raise fail("task.dictionary_types", "is empty; map at least one match group to an entity type, or leave "
+                                            "it null (the data's entity types, when they are the dictionary's groups)")
     if t.decode != "argmax":
         if t.type != "token-classification":
             raise fail("task.decode", f"{t.decode} decoding is for token classification, not {t.type}")
@@ -154,7 +160,8 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
             raise fail(("of",), f"{arm.of!r} is not a setting of sweep.priors ({', '.join(settings)}); `of` names "
                                 "the trained setting whose predictions are merged")
         if arm.types is not None and not arm.types:
-            raise fail(("types",), "is empty; map at least one match group to an entity type (or null for BC5CDR's)")
+            raise fail(("types",), "is empty; map at least one match group to an entity type (or null for "
+                                   "task.dictionary_types)")
         for i, other in enumerate(arm.mix):
             if other not in settings or other == arm.of:
                 raise fail(("mix", str(i)), f"{other!r} is not a setting of sweep.priors other than `of` "
@@ -175,17 +182,6 @@ def _check_posthoc(cfg: PipelineConfig, settings: list[str]) -> None:
         if arm.document is not None and arm.calibrate is not None:
             raise fail(("document",), "the document pass reads the dictionary as it is; it cannot follow a "
                                       "calibration (calibrate): drop one of the two")
-        if arm.propagate is not None and (isinstance(arm.propagate, bool) or arm.propagate < -1):
-            raise fail(("propagate",), f"must be a number of sentences >= 0 (-1: the whole split), or null for "
-                                       f"off; got {arm.propagate!r}")
-        if arm.propagate is not None and not arm.mix:
-            raise fail(("propagate",), "carries the models' finds across the whole split, which only kept "
-                                       "models can tag: name the settings to mix in (mix)")
-        if arm.propagate is not None and arm.calibrate is not None:
-            raise fail(("propagate",), "tags the whole split with the dictionary as it is; it cannot follow a "
-                                       "calibration (calibrate): drop one of the two")
-        if isinstance(arm.share, bool) or not isinstance(arm.share, (int, float)) or not 0 <= arm.share <= 1:
-            raise fail(("share",), f"must be a number from 0 to 1, got {arm.share!r}")
         from ..providers.plugins import list_providers
 
         known = [e.name for e in list_providers()]

@@ -22,6 +22,7 @@ from typing import Any, Literal, Union
 import yaml
 
 from ..errors import PriorkitError
+from .removed import removed
 
 
 class ConfigError(PriorkitError, ValueError):
@@ -215,6 +216,9 @@ def _convert(value: Any, tp: Any, path: tuple, loc: dict, source: str) -> Any:
         fields = {f.name: f for f in dataclasses.fields(tp) if not f.metadata.get("internal")}
         for key in value:
             if key not in fields:
+                gone = removed(path + (key,))
+                if gone is not None:
+                    raise _fail(path + (key,), loc, source, f"was removed: {gone}")
                 near = difflib.get_close_matches(str(key), list(fields), n=1)
                 hint = f"; did you mean {'.'.join(map(str, path + (near[0],)))!r}?" if near else ""
                 raise _fail(path + (key,), loc, source,

@@ -48,6 +48,12 @@ class TaskConfig:
     #: token classification: added to each word's log-probability of O before decoding
     #: (above 0: fewer, surer entities; below 0: more). Chosen on a validation split.
     o_bias: float = 0.0
+    #: token classification: match group -> entity type, in priority order: how a dictionary's
+    #: matches become this task's entities (silver labels, calibration, post-hoc arms, the
+    #: dictionary report), e.g. BC5CDR with the hpo+mesh ontology: {mesh:D: Chemical, mesh:C:
+    #: Disease, hpo: Disease}. A section's own ``types`` replaces it. null: the data's entity types,
+    #: when they are groups of the dictionary; otherwise a step that needs the map stops.
+    dictionary_types: dict[str, str] | None = None
 
 
 @dataclasses.dataclass
@@ -231,8 +237,7 @@ class PosthocConfig:
     #: the provider whose concept matches are merged (one with matches, e.g. ontology).
     provider: str = "ontology"
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: match group -> entity type, in priority order; null = BC5CDR's
-    #: (mesh:D Chemical, mesh:C and hpo Disease; priorkit/evaluation/dictionary_baseline.py).
+    #: match group -> entity type, in priority order; null: the pipeline's task.dictionary_types.
     types: dict[str, str] | None = None
     #: calibrate the dictionary on each run's gold subset first (docs/calibration.md); null: as it is.
     calibrate: CalibrateConfig | None = None
@@ -252,13 +257,6 @@ class PosthocConfig:
     #: sentence recognised in the next ``document`` sentences (-1: to the end); its entities that the
     #: sentence-by-sentence matches lack are added where the model predicted no entity. null: off.
     document: int | None = None
-    #: last: the model's own entities carried to their untagged repeats within ``propagate`` sentences
-    #: before or after (-1: the whole split), when those tagged so make up at least ``share`` of the
-    #: surface's tagged and untagged occurrences there (:func:`priorkit.evaluation.posthoc.propagate`).
-    #: Needs ``mix``: the kept models tag the whole split in order, the sampled sentences' context
-    #: included. null: off.
-    propagate: int | None = None
-    share: float = 0.5
 
 
 @dataclasses.dataclass

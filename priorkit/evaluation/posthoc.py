@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import PriorkitError
 from ..jsonfile import read_json, write_json
@@ -112,110 +112,6 @@ def add_document_matches(model: Sequence[str], sentence: Sequence[str], document
     return render(m + extra, len(model))
 
 
-def _surface(words: Sequence[str], s: int, e: int) -> tuple[str, ...]:
-    return tuple(w.lower() for w in words[s:e + 1])
-
-
-def propagate(tags: Sequence[Sequence[str]], words: Sequence[Sequence[str]], window: int,
-              share: float = 0.5, *, probs: Sequence[Any] | None = None, labels: Sequence[str] | None = None,
-              min_prob: float = 0.0) -> list[list[str]]:
-    """The tags of a document's sentences (in order), plus each entity carried to the same words
-    (case folded) elsewhere within ``window`` sentences before or after (-1: the whole document),
-    where no entity overlaps them: the model's own finds made consistent across a document
-    ("PTH" tagged in one sentence and left ``O`` in the next).
-
-    An untagged occurrence gets the type its surface is tagged with most often in its window,
-    when the occurrences tagged so make up at least ``share`` of that surface's occurrences there
-    that are tagged so or left untagged (the untagged one included; 0: one tagged occurrence
-    suffices).  Votes count the tags given, not the ones added; surfaces without a letter and
-    one-character ones are never carried.
-
-    With ``probs`` (per sentence, the model's word probabilities over ``labels``: one row a word,
-    rows past a truncated sentence's end count as 0) an occurrence is carried only where the model
-    itself gave the carried type at least ``min_prob`` on average over its words (``B-`` and ``I-``
-    of that type together): a second opinion at the very place, so that a surface tagged by
-    mistake elsewhere does not spread where the model saw nothing of it."""
-    if len(tags) != len(words) or any(len(t) != len(w) for t, w in zip(tags, words)):
-        raise PriorkitError("propagate: one tag per word of every sentence, please")
-    if window < -1 or not 0.0 <= share <= 1.0:
-        raise PriorkitError(f"propagate: window {window} (>= -1) and share {share} (0-1) out of range")
-    if not 0.0 <= min_prob <= 1.0:
-        raise PriorkitError(f"propagate: min_prob {min_prob} out of range (0-1)")
-    if min_prob > 0 and probs is None:
-        raise PriorkitError(f"propagate: min_prob {min_prob} needs the model's word probabilities (probs, labels)")
-    type_prob = _type_probabilities(probs, labels, words) if min_prob > 0 else None  # min_prob 0: no gate
-    ents = [entities(t) for t in tags]
-    typed: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # surface -> (sentence, type) of its entities
-    for i, (es, ws) in enumerate(zip(ents, words)):
-        for t, s, e in es:
-            key = _surface(ws, s, e)
-            if len("".join(key)) > 1 and any(c.isalpha() for c in "".join(key)):
-                typed.setdefault(key, []).append((i, t))
-    if not typed:
-        return [list(t) for t in tags]
-    by_first: dict[str, list[tuple[str, ...]]] = {}
-    for key in typed:
-        by_first.setdefault(key[0], []).append(key)
-    free: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # surface -> (sentence, start) left untagged
-    for i, (es, ws) in enumerate(zip(ents, words)):
-        taken = [False] * len(ws)
-        for _, s, e in es:
-            taken[s:e + 1] = [True] * (e + 1 - s)
-        low = [w.lower() for w in ws]
-        for j, w in enumerate(low):
-            for key in by_first.get(w, ()):
-                n = len(key)
-                if tuple(low[j:j + n]) == key and not any(taken[j:j + n]):
-                    free.setdefault(key, []).append((i, j))
-    added: list[list[Entity]] = [[] for _ in tags]
-    for key, spots in sorted(free.items(), key=lambda kv: -len(kv[0])):  # the longest surface first
-        for i, j in spots:
-            near = lambda k: window < 0 or abs(k - i) <= window  # noqa: E731
-            counts: dict[str, int] = {}
-            for k, t in typed[key]:
-                if near(k):
-                    counts[t] = counts.get(t, 0) + 1
-            if not counts:
-                continue
-            t = max(sorted(counts), key=counts.get)
-            untagged = sum(1 for k, _ in spots if near(k))
-            if counts[t] >= share * (counts[t] + untagged):
-                if type_prob is not None:
-                    if t not in type_prob[i]:
-                        raise PriorkitError(f"propagate: the tags have type {t!r}, the probabilities' labels "
-                                            f"none (B-{t} / I-{t}); pass the labels of the model that tagged them")
-                    if float(type_prob[i][t][j:j + len(key)].mean()) < min_prob:
-                        continue
-                d = (t, j, j + len(key) - 1)
-                if not any(overlaps(d, x) for x in added[i]):
-                    added[i].append(d)
-    return [render(es + extra, len(t)) for es, extra, t in zip(ents, added, tags)]
-
-
-def _type_probabilities(probs: Sequence[Any], labels: Sequence[str] | None,
-                        words: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
-    """Per sentence, per entity type: each word's probability of ``B-type`` plus ``I-type``."""
-    import numpy as np
-
-    if labels is None:
-        raise PriorkitError("propagate: probs given without their labels (the tag of each column)")
-    if len(probs) != len(words):
-        raise PriorkitError(f"propagate: probabilities for {len(probs)} sentences, {len(words)} sentences given")
-    types = sorted({lab[2:] for lab in labels if lab[:2] in ("B-", "I-")})
-    out = []
-    for i, (p, ws) in enumerate(zip(probs, words)):
-        p = np.asarray(p, dtype=np.float64)
-        if p.ndim != 2 or p.shape[1] != len(labels) or p.shape[0] > len(ws):
-            raise PriorkitError(f"propagate: sentence {i}: probabilities of shape {p.shape}, expected at most "
-                                f"{len(ws)} rows of {len(labels)} labels")
-        if not np.isfinite(p).all() or (p < 0).any():
-            raise PriorkitError(f"propagate: sentence {i}: probabilities must be finite and >= 0")
-        full = np.zeros((len(ws), len(labels)))
-        full[: p.shape[0]] = p
-        out.append({t: sum(full[:, k] for k, lab in enumerate(labels) if lab in (f"B-{t}", f"I-{t}")) for t in types})
-    return out
-
-
 def dictionary_steps(tags: Sequence[Sequence[str]], sentence: Sequence[Sequence[str]], fragments: bool,
                      document: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
     """A post-hoc arm's steps after its merge or mix, sentence by sentence, in their order: the
@@ -233,14 +129,14 @@ def document_tags(arm: PosthocConfig, words: Sequence[Sequence[str]], positions:
     """The dictionary's BIO tags of the sentences at ``positions`` of ``words`` (a whole split, in
     order), read as one document: abbreviations carry ``window`` sentences (-1: to the end)."""
     import priorkit
-    from ..supervision.silver.label import BC5CDR_TYPES, group_entities
+    from ..supervision.silver.label import group_entities
 
     provider = priorkit.get_provider(arm.provider, **arm.params)
     if not hasattr(provider, "matches_document"):
         raise PriorkitError(f"post-hoc document pass: provider {arm.provider!r} reads one sentence at a time "
                             "(no matches_document); use the ontology provider or set document: null")
+    types = _types_set(arm)
     found = provider.matches_document([list(w) for w in words], window=None if window < 0 else window)
-    types = arm.types if arm.types is not None else BC5CDR_TYPES
     return [group_entities(found[p], len(words[p]), types) for p in positions]
 
 
@@ -249,14 +145,37 @@ def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence
     """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``
     and ``keep``: what a calibration left out and kept (the ``calibrated`` provider)."""
     import priorkit
-    from ..supervision.silver.label import BC5CDR_TYPES, group_entities
+    from ..supervision.silver.label import group_entities
 
+    types = _types_set(arm)
     provider = priorkit.get_provider(arm.provider, **arm.params)
     if drop:
         provider = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop],
                                          keep=[list(k) for k in keep])
-    types = arm.types if arm.types is not None else BC5CDR_TYPES
     return [group_entities(provider.matches(list(e["words"])), len(e["words"]), types) for e in examples]
+
+
+def _types_set(arm: PosthocConfig) -> dict[str, str]:
+    if arm.types is None:
+        raise PriorkitError(f"the dictionary of provider {arm.provider!r} has no type map (match group -> entity "
+                            "type); set the arm's types, or fill it from the pipeline with typed_arm(cfg, arm, ...)")
+    return dict(arm.types)
+
+
+def typed_arm(cfg: PipelineConfig, arm: PosthocConfig, field: str, tags: Iterable[str]) -> PosthocConfig:
+    """``arm`` with its type map filled in: its own ``types`` (``field``, e.g. ``sweep.posthoc.dict``),
+    else the pipeline's ``task.dictionary_types``, else the data's entity types (``data.entity_types``,
+    or those of the gold ``tags``) when they are groups of the arm's dictionary; raises otherwise."""
+    if arm.types is not None:
+        return arm
+    import priorkit
+    from ..supervision.type_map import entity_types_of, resolve_types
+
+    types = resolve_types(cfg.task.dictionary_types,
+                          lambda: priorkit.get_provider(arm.provider, **arm.params).match_groups(),
+                          cfg.data.entity_types or entity_types_of(tags),
+                          field=f"task.dictionary_types or {field}.types", who=f"{cfg.where(field)}: {field}")
+    return dataclasses.replace(arm, types=types)
 
 
 def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> list[RunPlan]:
@@ -266,16 +185,21 @@ def posthoc_plans(cfg: PipelineConfig, pairs: Sequence[tuple[float, int]]) -> li
 
 #: fields added after the first merge arms: at these values they stay out of an arm's key, so that
 #: arms scored before them are not redone
-_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False, "document": None,
-                 "propagate": None, "share": 0.5}
+_NEW_DEFAULTS = {"mix": [], "weights": None, "decode": None, "o_bias": None, "fragments": False, "document": None}
 
 
 def _key(cfg: PipelineConfig, arm: PosthocConfig, base: dict, splits: dict[str, Split],
-         mixed: Sequence[dict] = ()) -> str:
+         mixed: Sequence[dict] = (), types: dict[str, str] | None = None) -> str:
+    """The arm's key; ``types``: the type map its null ``types`` was filled with (from the pipeline
+    or the data), in the key unless it is the map null meant before (old arms keep their keys)."""
+    from ..supervision.type_map import MAP_BEFORE_47
+
     settings = {k: v for k, v in dataclasses.asdict(arm).items()
                 if not (k in _NEW_DEFAULTS and v == _NEW_DEFAULTS[k])}
     key = {"base": base.get("eval_key"), "arm": settings, "splits": {s: splits[s].digest for s in cfg.evaluate}}
-    if arm.document is not None or arm.propagate is not None:  # these read the whole split, not only the sample
+    if arm.types is None and types is not None and list(types.items()) != list(MAP_BEFORE_47.items()):
+        key["types"] = types
+    if arm.document is not None:  # it reads the whole split, not only the sample
         from ..training.data import document_context
 
         key["context"] = {s: digest(document_context(getattr(cfg.data, s), cfg.where(f"data.{s}"))[0])
@@ -379,28 +303,6 @@ def _mixed_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequen
             for split in cfg.evaluate}
 
 
-def _context_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, dirs: Sequence[Any],
-                  splits: dict[str, Split]) -> dict[str, list[list[str]]]:
-    """An arm with ``propagate``: the mixed models tag every sentence of each evaluated split in
-    order (before its ``sample``), the dictionary's steps follow (:func:`dictionary_steps`), the
-    model's finds are carried across the split (:func:`propagate`), and the sampled sentences' tags
-    are returned."""
-    ens = _ensemble(cfg, name, arm, dirs)
-    out = {}
-    for split in cfg.evaluate:
-        every, positions = split_context(cfg, split, [e["words"] for e in splits[split].examples],
-                                         f"post-hoc arm {name!r}")
-        tags = [r["tags"] for r in ens.predict(every)]
-        if arm.fragments or arm.document is not None:
-            sentence = dictionary_tags(arm, [{"words": w} for w in every])
-            document = (document_tags(arm, every, range(len(every)), arm.document)
-                        if arm.document is not None else None)
-            tags = dictionary_steps(tags, sentence, arm.fragments, document)
-        tags = propagate(tags, every, arm.propagate, arm.share)
-        out[split] = [tags[p] for p in positions]
-    return out
-
-
 def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[tuple[float, int]], *,
                 force: bool = False, log: Callable[[str], None] = print) -> None:
     """Merge and score every post-hoc arm at every (fraction, seed); valid outputs are skipped.
@@ -411,6 +313,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
 
     for name, arm in cfg.sweep.posthoc.items():
         matched: dict[tuple, Any] = {}
+        typed = None  # the arm with its type map, filled when a dictionary step needs one
         for fraction, seed in pairs:
             plan = RunPlan(cfg, name, None, fraction, seed)
             base_dir = RunPlan(cfg, arm.of, None, fraction, seed).run_dir
@@ -423,20 +326,20 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if any(m is None for m in mixed):
                 log(f"[{plan.label}] post-hoc: skipped (no scored run of {', '.join(arm.mix)} to mix in)")
                 continue
-            key = _key(cfg, arm, base, splits, mixed)
+            if typed is None and (not arm.mix or arm.fragments or arm.document is not None):
+                typed = typed_arm(cfg, arm, f"sweep.posthoc.{name}",
+                                  (t for s in splits.values() for e in s.examples for t in e["tags"]))
+            key = _key(cfg, arm, base, splits, mixed, typed.types if typed is not None else None)
             done = read_json(plan.run_dir / METRICS_FILE)
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
-            if arm.propagate is not None:  # the dictionary's steps included, on the whole split
-                tags = _context_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits)
-            else:
-                tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
-                        else _merged_tags(cfg, name, arm, plan, base_dir, splits, matched))
-            if arm.propagate is None and (arm.fragments or arm.document is not None):
+            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
+                    else _merged_tags(cfg, name, typed, plan, base_dir, splits, matched))
+            if arm.fragments or arm.document is not None:
                 tags = {split: dictionary_steps(
-                    ts, _dictionary(arm, plan, splits, split, matched), arm.fragments,
-                    _document(cfg, arm, splits, split, matched) if arm.document is not None else None)
+                    ts, _dictionary(typed, plan, splits, split, matched), arm.fragments,
+                    _document(cfg, typed, splits, split, matched) if arm.document is not None else None)
                     for split, ts in tags.items()}
             scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
                               "examples": float(len(t))} for split, t in tags.items()}
@@ -446,8 +349,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             main = scores.get(cfg.sweep.split) or next(iter(scores.values()))
             what = (f"mix of {', '.join([arm.of, *arm.mix])}" if arm.mix else f"{arm.merge} of {arm.of}") + (
                 ", fragments joined" if arm.fragments else "") + (
-                f", document pass ({arm.document} sentences)" if arm.document is not None else "") + (
-                f", finds carried {arm.propagate} sentences (share {arm.share:g})" if arm.propagate is not None else "")
+                f", document pass ({arm.document} sentences)" if arm.document is not None else "")
             log(f"[{plan.label}] post-hoc {what}: done ({cfg.task.metric} "
                 f"{main[cfg.task.metric]:.4f}, {arm.of} {base['metrics'].get(cfg.sweep.split, {}).get(cfg.task.metric, float('nan')):.4f})")
 
@@ -459,10 +361,9 @@ def _drop(arm: PosthocConfig, plan: RunPlan, train: Split) -> tuple[list[tuple[s
 
     from ..supervision.calibration import calibrate
     from ..supervision.silver.checks import task_types
-    from ..supervision.silver.label import BC5CDR_TYPES
 
     gold = [train.examples[i] for i in plan.train_indices(len(train))]
-    types = task_types(arm.calibrate.types or arm.types or BC5CDR_TYPES, (t for e in gold for t in e["tags"]))
+    types = task_types(arm.calibrate.types or _types_set(arm), (t for e in gold for t in e["tags"]))
     c = arm.calibrate
     cal = calibrate(priorkit.get_provider(arm.provider, **arm.params), gold, types, c.prior_strength, c.branches)
     return (cal.dropped(c.threshold), cal.kept(c.threshold)) if c.threshold > 0 else ([], [])

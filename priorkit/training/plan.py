@@ -16,6 +16,8 @@ from .layout import METRICS_FILE, MODEL_DIR, NO_PRIOR, RUN_FILE  # noqa: F401
 
 #: task fields that change how tags are read from the scores, not what a run learns (in the scores' key only)
 DECODING_FIELDS = ("decode", "o_bias")
+#: task fields that reach a run only through a section that uses them (its key holds them there)
+_THROUGH_SECTIONS = ("dictionary_types",)
 #: train-section fields that do not change what a run learns (not in its key)
 _NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
                  "device", "dataloader_workers", "progress", "eval_batch_size")
@@ -56,7 +58,8 @@ class RunPlan:
         return digest({
             **extra,
             "model": dataclasses.asdict(self.cfg.model),
-            "task": {k: v for k, v in dataclasses.asdict(self.cfg.task).items() if k not in DECODING_FIELDS},
+            "task": {k: v for k, v in dataclasses.asdict(self.cfg.task).items()
+                     if k not in DECODING_FIELDS + _THROUGH_SECTIONS},
             "prior": prior_identity(self.prior),
             "train": train_cfg,
             "data": [train.digest, digest(idx.tolist())],
