@@ -241,6 +241,9 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         raise _fail(path + field, loc, src, msg)
     if p.silver is not None and p.silver.teacher is not None and p.silver.teacher.prior is not None:
         teacher_prior(p, path, cfg)  # stops with the teacher setting's file:line when it is not usable
+    if p.silver is not None and p.silver.teacher is not None and p.silver.teacher.train:
+        _convert({**dataclasses.asdict(cfg.train), **p.silver.teacher.train}, TrainConfig,
+                 path + ("silver", "teacher", "train"), loc, src)  # the teacher's own train fields
     if p.calibrate is not None:
         if cfg.task.type != "token-classification":
             raise _fail(path + ("calibrate",), loc, src, "calibrating a dictionary needs task.type "

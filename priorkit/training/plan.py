@@ -94,6 +94,10 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         for field, default in defaults.items():  # fields added later: old keys hold at their defaults
             if isinstance(d.get(section), dict) and d[section].get(field, default) == default:
                 d[section].pop(field, None)
+    teacher = d.get("silver", {}).get("teacher") if isinstance(d.get("silver"), dict) else None
+    for field, default in (("encoder", None), ("max_length", None), ("train", {})):  # a teacher's own model
+        if isinstance(teacher, dict) and teacher.get(field, default) == default:  # (issue 48): old keys hold
+            teacher.pop(field, None)
     if not d.get("channels"):  # absent before the channels: old keys hold
         d.pop("channels", None)
     # the defaults of fields added later are left out, so older runs' keys hold

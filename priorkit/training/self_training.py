@@ -64,8 +64,27 @@ class _Sub(RunPlan):
         return f"{self.prior_name} fraction={self.fraction:g} seed={self.seed} ({self.folder.name})"
 
 
-def _sub(plan: RunPlan, folder: Path, prior: Any) -> _Sub:
-    return _Sub(plan.cfg, plan.prior_name, prior, plan.fraction, plan.seed, folder=folder)
+def _sub(plan: RunPlan, folder: Path, prior: Any, cfg: Any = None) -> _Sub:
+    return _Sub(cfg if cfg is not None else plan.cfg, plan.prior_name, prior, plan.fraction, plan.seed, folder=folder)
+
+
+def teacher_config(plan: RunPlan) -> Any:
+    """The pipeline as the run's own teacher trains with it: ``teacher.encoder`` as the model (a
+    stronger encoder than the students'), ``teacher.max_length``, and ``teacher.train``'s fields over
+    the run's train section; the run's pipeline when the teacher has none of them."""
+    from ..config import TrainConfig, _convert
+
+    t = plan.prior.silver.teacher
+    cfg = plan.cfg
+    if not t.own_model:
+        return cfg
+    model = dataclasses.replace(cfg.model, name_or_path=t.encoder or cfg.model.name_or_path,
+                                max_length=t.max_length or cfg.model.max_length)
+    train = cfg.train
+    if t.train:
+        train = _convert({**dataclasses.asdict(cfg.train), **t.train}, TrainConfig,
+                         ("prior", "silver", "teacher", "train"), cfg.locations, cfg.source)
+    return dataclasses.replace(cfg, model=model, train=train)
 
 
 def _given_teacher(plan: RunPlan) -> Path:
@@ -137,27 +156,35 @@ class SelfTraining:
         self.summary: dict[str, Any] = {}
         self._stop = False
 
-    def _judge(self, folder: Path) -> RunPlan | None:
-        """The run that scores the model in ``folder`` on data.eval (None for one round)."""
-        if self.rounds == 1:
+    def _judge(self, folder: Path, cfg: Any = None) -> RunPlan | None:
+        """The run that scores the model in ``folder`` on data.eval (None for one round, except a
+        teacher with a model of its own when there is a data.eval: its devel score is recorded, the
+        teacher's own choice is made on it); ``cfg``: the pipeline that model was trained with (the
+        teacher's own, :func:`teacher_config`)."""
+        if self.rounds == 1 and (cfg is None or cfg is self.plan.cfg or "eval" not in self.splits):
             return None
-        cfg = dataclasses.replace(self.plan.cfg, evaluate=["eval"])
+        cfg = dataclasses.replace(cfg if cfg is not None else self.plan.cfg, evaluate=["eval"])
         p = self.plan
         return _Sub(cfg, p.prior_name, p.prior, p.fraction, p.seed, folder=folder)
 
     def __iter__(self) -> Iterator[Step]:
         plan = self.plan
         if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
-            sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg))
+            own = teacher_config(plan)  # an encoder, max length or train fields of its own, or the run's
+            t = plan.prior.silver.teacher
+            if t.own_model:
+                self.record["teacher_model"] = {"encoder": own.model.name_or_path, "max_length": own.model.max_length,
+                                                "train": dict(t.train)}
+            sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg), own)
             found = trained_before(sub, sub.train_key(self.splits["train"]))
             if found is None:
-                yield Step("teacher", sub, None, self._judge(sub.run_dir))
+                yield Step("teacher", sub, None, self._judge(sub.run_dir, own))
             else:  # the same weights are kept already: copied, and judged like a trained one
                 if found != sub.run_dir / MODEL_DIR:
                     ranks.on_main(_copy_teacher, found, sub.run_dir / MODEL_DIR)
                 log.info("[%s] teacher: the model in %s has its settings; not trained again", plan.label, found)
                 self.record["teacher"] = {"reused": os.path.relpath(found, plan.cfg.out_dir), "seconds": 0.0, "steps": 0}
-                yield Step("teacher", None, None, self._judge(sub.run_dir))
+                yield Step("teacher", None, None, self._judge(sub.run_dir, own))
             self.teacher = sub.run_dir / MODEL_DIR
         elif self.rounds > 1:
             yield Step("teacher", None, None, self._judge(self.teacher.parent))
@@ -174,6 +201,8 @@ class SelfTraining:
         if step.kind == "teacher":
             if summary is not None:
                 self.record["teacher"] = {"seconds": summary["seconds"], "steps": summary["steps"]}
+            if score is not None:
+                self.record.setdefault("teacher", {})["devel"] = score
             self.best_score = score
             return
         self.summary = summary or {}

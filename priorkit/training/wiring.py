@@ -49,11 +49,22 @@ def _usable_cores() -> int:
 
 
 def model_source(cfg: PipelineConfig) -> str:
-    if cfg.model.name_or_path:
-        return cfg.model.name_or_path
-    from ..resources import minilm_path
+    """The folder or Hub id the run's model loads from: ``model.name_or_path``; the names ``minilm``
+    and ``mpnet`` (when no such folder exists here) are the fetched all-MiniLM-L6-v2 and
+    all-mpnet-base-v2 (``priorkit data fetch``); null: MiniLM."""
+    return encoder_source(cfg.model.name_or_path)
 
-    return str(minilm_path())
+
+def encoder_source(name: str | None) -> str:
+    """``name`` as :func:`model_source` reads it (also a self-training teacher's ``encoder``)."""
+    from .. import resources
+
+    named = {"minilm": resources.minilm_path, "mpnet": resources.mpnet_path}
+    if not name:
+        return str(resources.minilm_path())
+    if name in named and not Path(name).exists():
+        return str(named[name]())
+    return name
 
 
 def cache_path(cfg: PipelineConfig, prior: PriorConfig | None) -> Path | None:

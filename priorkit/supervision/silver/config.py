@@ -55,9 +55,37 @@ class TeacherConfig:
     #: silver labels; its calibration goes with its features (none without them), and a teacher
     #: left with no channel is a model without knowledge.
     prior: dict[str, Any] | None = None
+    #: the teacher's own encoder (a stronger teacher, distilled into the student through its silver
+    #: labels; the student keeps ``model``): "mpnet" (all-mpnet-base-v2, ``priorkit data fetch mpnet``),
+    #: "minilm", a model folder or a Hugging Face id; null: the run's ``model.name_or_path``.
+    encoder: str | None = None
+    #: the teacher's ``max_length`` (its tokenizer's pieces; null: ``model.max_length``).
+    max_length: int | None = None
+    #: train fields for the teacher alone, over the run's (e.g. ``{learning_rate: 1.0e-4, epochs: 10}``
+    #: for an MPNet teacher of MiniLM students); empty: the run's.
+    train: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def own_model(self) -> bool:
+        """Whether the teacher trains with a model or training fields of its own."""
+        return self.encoder is not None or self.max_length is not None or bool(self.train)
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        if self.encoder is not None and (not isinstance(self.encoder, str) or not self.encoder.strip()):
+            out.append(("encoder", f"must name a model (mpnet, minilm, a folder or a Hub id) or be null, got "
+                                   f"{self.encoder!r}"))
+        if self.max_length is not None and (isinstance(self.max_length, bool) or self.max_length < 8):
+            out.append(("max_length", f"must be at least 8 (tokens) or null, got {self.max_length!r}"))
+        if not isinstance(self.train, dict):
+            out.append(("train", f"must be a mapping of train fields (e.g. {{learning_rate: 1.0e-4}}), got "
+                                 f"{self.train!r}"))
+        elif "fraction" in self.train or "seed" in self.train:
+            out.append(("train", "fraction and seed are the run's: the teacher trains on the run's gold subset "
+                                 "with its seed"))
+        if self.model is not None and self.own_model:
+            out.append(("model", "is a trained teacher already; encoder, max_length and train are for a teacher "
+                                 "the run trains itself: drop one or the other"))
         if self.prior is not None and not isinstance(self.prior, dict):
             out.append(("prior", f"must be a mapping of prior fields (e.g. {{features: null}}) or null, got {self.prior!r}"))
         elif self.prior is not None and "silver" in self.prior:
