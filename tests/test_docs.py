@@ -1,4 +1,6 @@
-"""Every fenced ``bash`` and ``python`` block of README.md and docs/ runs as written, offline.
+"""Every fenced ``bash`` and ``python`` block of README.md and docs/ runs as written, offline; and
+every relative link of README.md, docs/**/*.md and the pipelines' comments resolves (file and
+#anchor, by GitHub's heading rules; the last section of this file).
 
 The line before a block may say how it is tested:
 
@@ -221,3 +223,156 @@ def test_block_runs_as_written(block, docs_env):
         run_python(block.code, block.id, dry)
     else:
         run_bash(block, dry)
+
+
+# ---------------------------------------------------------------------------- links
+# Every relative link of README.md, docs/**/*.md and the comments of pipelines/*.yaml resolves: the
+# file exists, and an #anchor is a heading of the Markdown file it points at, by GitHub's rules.
+LINKED_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PIPELINE_FILES = sorted((ROOT / "pipelines").glob("*.yaml"))
+_ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
+_CODE_FENCE = re.compile(r"^\s*(```|~~~)")
+_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+_REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$")
+_BARE_DOC = re.compile(r"(?<![\w/.-])((?:README|docs/[\w./-]*?[\w-])\.md(?:#[\w-]+)?)")
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's id for a heading's text: links and images give their text, HTML tags and every
+    character but letters, digits, '_', '-' and spaces go, spaces become '-', lower case."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"<[^>]+>", "", text)
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks."""
+    out, fence = [], None
+    for k, line in enumerate(text.split("\n"), 1):
+        m = _CODE_FENCE.match(line)
+        if m and (fence is None or m.group(1) == fence):
+            fence = None if fence else m.group(1)
+            continue
+        if fence is None:
+            out.append((k, line))
+    return out
+
+
+def _no_code_spans(line: str) -> str:
+    return re.sub(r"(`+)(?:(?!\1).)+\1", lambda c: " " * len(c.group(0)), line)
+
+
+def heading_anchors(text: str) -> set[str]:
+    """Every heading's anchor; a repeated heading gets -1, -2 ... as on GitHub; <a id/name> too."""
+    seen: dict[str, int] = {}
+    anchors = set()
+    for _, line in prose_lines(text):
+        m = _ATX.match(line)
+        if m:
+            base = github_anchor(m.group(2))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            anchors.add(base if n == 0 else f"{base}-{n}")
+    anchors |= set(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", text))
+    return anchors
+
+
+def markdown_links(text: str) -> list[tuple[int, str]]:
+    out = []
+    for k, line in prose_lines(text):
+        line = _no_code_spans(line)
+        out += [(k, m.group(1)) for m in _MD_LINK.finditer(line)]
+        m = _REF_DEF.match(line)
+        if m:
+            out.append((k, m.group(1)))
+    return out
+
+
+def yaml_comment_links(text: str) -> list[tuple[int, str, bool]]:
+    """(line, target, relative to the repository root?) of a YAML file's comments: Markdown links
+    (relative to the file) and bare paths of Markdown files (``docs/x.md#anchor``, from the root)."""
+    out = []
+    for k, line in enumerate(text.split("\n"), 1):
+        m = re.search(r"(?:^|\s)#(.*)$", line)
+        if not m:
+            continue
+        comment = m.group(1)
+        for link in _MD_LINK.finditer(comment):
+            out.append((k, link.group(1), False))
+        out += [(k, t, True) for t in _BARE_DOC.findall(_MD_LINK.sub("", comment))]
+    return out
+
+
+def broken_link(source: Path, target: str, root: Path, anchors_of) -> str | None:
+    """Why ``target`` (as written in ``source``) does not resolve, or None."""
+    if not target or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
+        return None  # http:, mailto: ... are not checked here
+    path, _, anchor = target.partition("#")
+    dest = (root / path) if path.startswith("/") else (source.parent / path if path else source)
+    dest = Path(os.path.normpath(dest))
+    if not dest.exists():
+        return f"{target}: no such file"
+    if ROOT not in (dest, *dest.parents) and root not in (dest, *dest.parents):
+        return f"{target}: outside the repository"
+    if anchor and dest.suffix == ".md" and anchor not in anchors_of(dest):
+        return f"{target}: no heading {anchor!r} in {dest.name}"
+    return None
+
+
+def link_problems(docs: list[Path], yamls: list[Path], root: Path = ROOT) -> tuple[list[str], int]:
+    cache: dict[Path, set[str]] = {}
+
+    def anchors_of(path: Path) -> set[str]:
+        if path not in cache:
+            cache[path] = heading_anchors(path.read_text(encoding="utf-8"))
+        return cache[path]
+
+    problems, checked = [], 0
+    for doc in docs:
+        for line, target in markdown_links(doc.read_text(encoding="utf-8")):
+            checked += 1
+            why = broken_link(doc, target, root, anchors_of)
+            if why:
+                problems.append(f"{doc.relative_to(root)}:{line}: {why}")
+    for y in yamls:
+        for line, target, from_root in yaml_comment_links(y.read_text(encoding="utf-8")):
+            checked += 1
+            why = broken_link(root / "x" if from_root else y, target, root, anchors_of)
+            if why:
+                problems.append(f"{y.relative_to(root)}:{line}: {why}")
+    return problems, checked
+
+
+def test_every_relative_link_resolves():
+    problems, checked = link_problems(LINKED_DOCS, PIPELINE_FILES)
+    assert problems == [], "broken links:\n" + "\n".join(problems)
+    assert checked > 500, checked  # the check sees the links (README, docs/, docs/archive/, the pipelines)
+
+
+def test_the_link_check_catches_a_broken_anchor(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "other.md").write_text(
+        "# Other\n\n## The run plan's way through `train_run` (issue 31)\n\n## Notes\n\n## Notes\n"
+        "```\n# not a heading\n```\n")
+    page = tmp_path / "docs" / "page.md"
+    page.write_text(
+        "# Page\n\n## 2c. Reading the scores: Viterbi, O bias (2026-12-05)\n\n"
+        "[ok](other.md#the-run-plans-way-through-train_run-issue-31) [ok](other.md#notes-1) "
+        "[ok](#2c-reading-the-scores-viterbi-o-bias-2026-12-05) [ok](other.md) [web](https://x.org/#y)\n"
+        "[bad anchor](other.md#notes-2) [no file](gone.md) [bad here](#2c-reading-the-scores)\n"
+        "[fenced heading](other.md#not-a-heading) `[code](nowhere.md)`\n"
+        "```\n[in a fence](nowhere.md)\n```\n")
+    (tmp_path / "pipelines").mkdir()
+    yml = tmp_path / "pipelines" / "p.yaml"
+    yml.write_text("a: 1   # see docs/page.md#2c-reading-the-scores-viterbi-o-bias-2026-12-05\n"
+                   "# stale: docs/page.md#2c-reading and [md](../docs/other.md#gone)\nb: '#not-a-comment.md'\n")
+    problems, checked = link_problems([page], [yml], tmp_path)
+    assert problems == [
+        "docs/page.md:6: other.md#notes-2: no heading 'notes-2' in other.md",
+        "docs/page.md:6: gone.md: no such file",
+        "docs/page.md:6: #2c-reading-the-scores: no heading '2c-reading-the-scores' in page.md",
+        "docs/page.md:7: other.md#not-a-heading: no heading 'not-a-heading' in other.md",
+        "pipelines/p.yaml:2: ../docs/other.md#gone: no heading 'gone' in other.md",
+        "pipelines/p.yaml:2: docs/page.md#2c-reading: no heading '2c-reading' in page.md",
+    ]
+    assert checked == 12  # 9 in the page (not the code span, not the fence), 3 in the YAML comments
