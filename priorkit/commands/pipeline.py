@@ -126,13 +126,15 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         click.echo(cfg.to_yaml())
         return
     if final:
-        if dry_run or report_only or selection_csv or force:
-            raise click.UsageError("--final is a read of its own: not with --dry-run, --report-only, "
-                                   "--selection-csv or --force")
+        if report_only or selection_csv or force:
+            raise click.UsageError("--final is a read of its own: not with --report-only, --selection-csv or --force")
         if not decision:
             raise click.UsageError("--final needs --decision \"...\": what this read of test decides (it goes "
                                    "into the ledger beside the read)")
-        _final(cfg, pipeline, final, decision, ledger)
+        if dry_run:
+            _final_dry_run(cfg, final, ledger)
+        else:
+            _final(cfg, pipeline, final, decision, ledger)
         return
     if decision:
         raise click.UsageError("--decision goes with --final SETTING (a final read of test)")
@@ -173,6 +175,21 @@ def sweep_command(pipeline, overrides, force, print_config, dry_run, report_only
         click.echo(f"warning: {line}")
     for kind, path in result.files.items():
         click.echo(f"{kind}: {path}")
+
+
+def _final_dry_run(cfg, settings: tuple[str, ...], ledger: str) -> None:
+    """What a final read would score, and whether each kept model is there; reads nothing."""
+    from ..evaluation import ledger as lg
+    from ..evaluation.final import plan_read
+    from ..evaluation.sweep import all_plans
+
+    read = lg.next_read(ledger)
+    final, trained = plan_read(cfg, list(dict.fromkeys(settings)), cfg.out_dir / lg.FINAL_DIR / f"read-{read}")
+    for plan in all_plans(final):
+        kept = cfg.out_dir / plan.prior_name / f"frac{plan.fraction:g}" / f"seed{plan.seed}" / "model"
+        state = ("kept" if (kept / "config.json").exists() else "MISSING") if plan.prior_name in trained else "-"
+        click.echo(f"{state:7s} {plan.label:40s} {plan.run_dir}")
+    click.echo(f"final read {read} would score {', '.join(trained)} (kept models) on test; ledger {ledger}")
 
 
 def _final(cfg, pipeline: str, settings: tuple[str, ...], decision: str, ledger: str) -> None:
