@@ -51,8 +51,9 @@ from priorkit.config import load_config
 from priorkit.training.data import load_data
 from priorkit.evaluation.dictionary_recall import dictionary_recall
 from priorkit.evaluation.dictionary_report import dictionary_of, dictionary_split_tags
-from priorkit.evaluation.posthoc import add_document_matches, join_fragments, render, split_document_tags
-from priorkit.evaluation.posthoc import entities as posthoc_entities
+from priorkit.decode.spans import render, spans as posthoc_entities
+from priorkit.decode.steps import add_document_matches, join_fragments
+from priorkit.evaluation.posthoc import split_document_tags
 from priorkit.evaluation.sweep import write_csv
 
 

@@ -28,7 +28,8 @@ from priorkit.config import PosthocConfig, load_config  # noqa: E402
 from priorkit.training.data import load_data  # noqa: E402
 from priorkit.evaluation.dictionary_recall import dictionary_recall  # noqa: E402
 from priorkit.training.plan import RunPlan  # noqa: E402
-from priorkit.evaluation.posthoc import dictionary_tags, typed_arm, entities, overlaps  # noqa: E402
+from priorkit.decode.spans import overlaps, spans as entities  # noqa: E402
+from priorkit.evaluation.posthoc import dictionary_tags, typed_arm  # noqa: E402
 from priorkit.training.predictions import read_predictions  # noqa: E402
 
 

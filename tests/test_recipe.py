@@ -249,3 +249,12 @@ def test_the_ontology_reads_its_files_from_data_dir_with_the_same_fingerprint(tm
         priorkit.get_provider("ontology", path=str(MINI), cache=False, data_dir=str(tmp_path / "empty")).matches(words)
     with pytest.raises(Error, match="is not a folder"):
         priorkit.get_provider("ontology", path=str(MINI), data_dir=str(tmp_path / "missing"))
+
+
+def test_predict_refuses_the_options_a_recipe_carries_itself(sweep):
+    from priorkit.cli import cli
+
+    res = CliRunner().invoke(cli, ["predict", str(sweep["tmp"] / "recipe-mixed-doc"), str(sweep["test"]),
+                                   "--input-format", "conll", "--document", "0", "--dictionary", "hpo"])
+    assert res.exit_code == 2 and "is a recipe: its steps (mix features x0.7 + none x0.3" in res.output
+    assert "leave out --dictionary, --document" in res.output

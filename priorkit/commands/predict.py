@@ -81,6 +81,12 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
         raise click.UsageError("--weight is the first model's share of an ensemble; name the others with --with")
     predictor = load_model(model_dir, device=device, use_cache=not no_cache, max_length=max_length, decode=decode,
                            o_bias=o_bias)
+    if getattr(predictor, "steps", None) is not None and hasattr(predictor, "members"):  # a recipe folder
+        given = [o for o, v in (("--with", bool(others)), ("--dictionary", dictionary is not None),
+                                ("--fragments", fragments), ("--document", document is not None)) if v]
+        if given:
+            raise click.UsageError(f"{model_dir} is a recipe: its steps ({predictor.describe()}) are in the folder; "
+                                   f"leave out {', '.join(given)}")
     inputs = pio.read_inputs(input_file, predictor.inputs, predictor.task_type, fmt=in_format,
                              text_a=text_a, text_b=text_b, header=not no_header, limit=limit)
     if not inputs:
@@ -121,9 +127,9 @@ def _with_dictionary(records: list[dict], inputs: list[dict], predictor, diction
     knowledge-need-a-learned-channel): the dictionary joining split entities, then its document pass."""
     import json
 
+    from ..decode.dictionary import Dictionary
+    from ..decode.steps import DocumentPass, Fragments, after_decode
     from ..inference import entities
-    from ..config import PosthocConfig
-    from ..evaluation.posthoc import dictionary_steps, dictionary_tags, document_tags
     from ..errors import PriorkitError
     from ..supervision.type_map import entity_types_of, resolve_types
     import priorkit
@@ -147,10 +153,11 @@ def _with_dictionary(records: list[dict], inputs: list[dict], predictor, diction
                                  who=f"--dictionary {dictionary}")
     except PriorkitError as exc:
         raise click.UsageError(str(exc)) from None
-    arm = PosthocConfig(params=params, types=type_map)
+    d = Dictionary(priorkit.get_provider("ontology", **params), type_map)
     words = [list(i["words"]) for i in inputs]
-    sentence = dictionary_tags(arm, [{"words": w} for w in words])
-    doc = document_tags(arm, words, list(range(len(words))), document) if document is not None else None
-    tags = dictionary_steps([r["tags"] for r in records], sentence, fragments, doc)
+    steps = ([Fragments()] if fragments else []) + ([DocumentPass(document)] if document is not None else [])
+    sentence = d.tags(d.sentence_matches(words), words)
+    doc = d.tags(d.document_matches(words, document), words) if document is not None else None
+    tags = after_decode(steps, [r["tags"] for r in records], sentence, doc)  # the steps' one order
     return [{**r, "tags": t, "entities": entities(w, t)} for r, t, w in zip(records, tags, words)]
 

@@ -4,7 +4,7 @@ folder".
 
 The arm's settings come from the sweep's pipeline file (or, given a runs folder, from the arm's
 own ``metrics.json`` and its base run's ``config.yaml``); its members are the kept models of
-``of`` and ``mix`` at the fraction and seed; its steps are the arm's (:func:`arm_steps`, the order
+``of`` and ``mix`` at the fraction and seed; its steps are the arm's (:func:`~.posthoc.arm_steps`, the order
 of :mod:`priorkit.decode.steps`); its dictionary is the arm's provider with the pipeline's type map
 and, when the arm calibrates, the forms the run's gold subset drops and keeps, recomputed as the
 sweep did.  The arm's scores must be those of these models and settings (its ``posthoc_key``);
@@ -21,29 +21,12 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ..config import PipelineConfig, PosthocConfig, for_fraction, load_config, prior_settings
-from ..decode.steps import Decode, DocumentPass, Fragments, Merge, Mix, Step, normalised, ordered, to_data
+from ..decode.steps import DICTIONARY_STEPS, normalised, to_data
 from ..errors import PriorkitError
 from ..jsonfile import read_json
 from ..training.layout import METRICS_FILE, MODEL_DIR
 from ..training.plan import RunPlan
-
-
-def arm_steps(cfg: PipelineConfig, arm: PosthocConfig) -> tuple[Step, ...]:
-    """A post-hoc arm's steps, in their one order: the mix of ``of`` and ``mix`` (or ``of`` alone,
-    merged with the dictionary), the decoding, then ``fragments`` and the document pass."""
-    members = [arm.of, *arm.mix]
-    steps: list[Step] = []
-    if arm.mix:
-        weights = arm.weights if arm.weights is not None else [1.0] * len(members)
-        steps.append(Mix(tuple(members), tuple(float(w) for w in weights)))
-        steps.append(Decode(arm.decode or cfg.task.decode, float(cfg.task.o_bias if arm.o_bias is None else arm.o_bias)))
-    else:  # the base run's own predictions, scored with the task's decoding, merged with the dictionary
-        steps += [Decode(cfg.task.decode, float(cfg.task.o_bias)), Merge(arm.merge)]
-    if arm.fragments:
-        steps.append(Fragments())
-    if arm.document is not None:
-        steps.append(DocumentPass(int(arm.document)))
-    return ordered(steps, members, True, f"sweep.posthoc")
+from .posthoc import arm_steps
 
 
 def config_from_runs(runs: Path, arm_name: str, fraction: float, seed: int) -> PipelineConfig:
@@ -125,7 +108,7 @@ def export_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, o
                             f"{fraction:g}, seed {seed}; run `priorkit sweep` (or `priorkit recipe`) first")
     splits = load_data(cfg)
     steps = arm_steps(cfg, arm)
-    needs_dictionary = any(s.kind in ("merge", "fragments", "document") for s in steps)
+    needs_dictionary = any(s.kind in DICTIONARY_STEPS for s in steps)
     typed = posthoc.typed_arm(cfg, arm, f"sweep.posthoc.{arm_name}",
                               (t for s in splits.values() for e in s.examples for t in e["tags"])) \
         if needs_dictionary else None

@@ -19,10 +19,16 @@ curves treat it as an arm.  Its ``posthoc_key`` (the base run's eval key, the ar
 settings, the split digests) says when the merge must be redone.
 
 With ``fragments``, after the merge or the mix, the dictionary also mends the model's bounds
-where it split one dictionary entity into pieces (:func:`join_fragments`).  With ``document``,
-the dictionary then reads the whole split in order (abbreviations defined in one sentence
-recognised in the next ones, ``matches_document``) and its entities that the sentence-by-sentence
-matches lack are added where the model found nothing (:func:`add_document_matches`).
+where it split one dictionary entity into pieces (:func:`~priorkit.decode.steps.join_fragments`).
+With ``document``, the dictionary then reads the whole split in order (abbreviations defined in
+one sentence recognised in the next ones, ``matches_document``) and its entities that the
+sentence-by-sentence matches lack are added where the model found nothing
+(:func:`~priorkit.decode.steps.add_document_matches`).
+
+The steps themselves, their order and the dictionary's matches -> tags are
+:mod:`priorkit.decode.steps` and :mod:`priorkit.decode.dictionary` (a recipe folder and
+``priorkit predict`` run the same ones); an arm's steps as data are :func:`arm_steps`.  This module
+runs the arms: it reads the kept runs, calls those, scores the tags and writes the arm's files.
 
 An arm with ``mix`` merges no dictionary: it loads the kept models of ``of`` and of the
 settings in ``mix`` (same fraction and seed) as one :class:`~priorkit.inference.Ensemble`,
@@ -36,92 +42,55 @@ import dataclasses
 import datetime as _dt
 from typing import Any, Callable, Iterable, Sequence
 
+from ..config import PipelineConfig, PosthocConfig, digest
+from ..decode.dictionary import Dictionary, group_entities
+from ..decode.spans import seqeval_entities as entities  # noqa: F401 (the arms' scripts read entities here)
+from ..decode.steps import (Decode, DocumentPass, Fragments, Merge, Mix, Step, add_document_matches,  # noqa: F401
+                            DICTIONARY_STEPS, after_decode, join_fragments, merge, ordered)
 from ..errors import PriorkitError
 from ..jsonfile import read_json, write_json
-from ..config import PipelineConfig, PosthocConfig, digest
 from ..training.data import Split
 from ..training.layout import METRICS_FILE
 from ..training.plan import RunPlan
 from ..training.predictions import read_predictions, write_predictions
 
-Entity = tuple[str, int, int]  # type, first word, last word (inclusive, seqeval's form)
 
-
-def entities(tags: Sequence[str]) -> list[Entity]:
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    return [(t, s, e) for t, s, e in get_entities(list(tags))]
-
-
-def overlaps(a: Entity, b: Entity) -> bool:
-    return a[1] <= b[2] and b[1] <= a[2]
-
-
-def render(ents: Sequence[Entity], n_words: int) -> list[str]:
-    """BIO tags of ``n_words`` words holding exactly ``ents`` (non-overlapping)."""
-    tags = ["O"] * n_words
-    for t, s, e in sorted(ents, key=lambda x: x[1]):
-        tags[s] = f"B-{t}"
-        for i in range(s + 1, e + 1):
-            tags[i] = f"I-{t}"
-    return tags
-
-
-def merge(model: Sequence[str], dictionary: Sequence[str], how: str) -> list[str]:
-    """The model's tags merged with the dictionary's (both BIO, one per word), ``union`` or ``override``."""
-    if len(model) != len(dictionary):
-        raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
-    m, d = entities(model), entities(dictionary)
-    if how == "union":
-        kept = m + [x for x in d if not any(overlaps(x, y) for y in m)]
-    elif how == "override":
-        kept = d + [x for x in m if not any(overlaps(x, y) for y in d)]
+def arm_steps(cfg: PipelineConfig, arm: PosthocConfig) -> tuple[Step, ...]:
+    """A post-hoc arm's steps, in their one order (:mod:`priorkit.decode.steps`): the mix of ``of``
+    and ``mix`` and its decoding, or ``of``'s own tags (the task's decoding) merged with the
+    dictionary; then ``fragments`` and the document pass."""
+    members = [arm.of, *arm.mix]
+    steps: list[Step] = []
+    if arm.mix:
+        weights = arm.weights if arm.weights is not None else [1.0] * len(members)
+        steps.append(Mix(tuple(members), tuple(float(w) for w in weights)))
+        steps.append(Decode(arm.decode or cfg.task.decode, float(cfg.task.o_bias if arm.o_bias is None else arm.o_bias)))
     else:
-        raise PriorkitError(f"unknown merge {how!r}; choose union or override")
-    return render(kept, len(model))
+        steps += [Decode(cfg.task.decode, float(cfg.task.o_bias)), Merge(arm.merge)]
+    if arm.fragments:
+        steps.append(Fragments())
+    if arm.document is not None:
+        steps.append(DocumentPass(int(arm.document)))
+    return ordered(steps, members, True, "sweep.posthoc")
 
 
-def join_fragments(model: Sequence[str], dictionary: Sequence[str], min_pieces: int = 2) -> list[str]:
-    """The model's tags, except where ``min_pieces`` or more of its entities of one type lie inside
-    one dictionary entity of that type and none of its entities crosses that entity's edges: there
-    the dictionary entity replaces them (a model that split "migraine with aura" into "migraine"
-    and "aura" gets the whole term back).  By default one model entity inside a longer dictionary
-    entity stays: the annotators' bounds may be the shorter ones ("hypertension" in "essential
-    hypertension")."""
-    if len(model) != len(dictionary):
-        raise PriorkitError(f"{len(model)} model tags for {len(dictionary)} dictionary tags")
-    m = entities(model)
-    kept = list(m)
-    for d in entities(dictionary):
-        touching = [x for x in m if overlaps(x, d)]
-        inside = [x for x in touching if d[1] <= x[1] and x[2] <= d[2]]
-        if len(inside) < max(1, min_pieces) or len(inside) != len(touching) or any(x[0] != d[0] for x in inside):
-            continue
-        kept = [x for x in kept if x not in inside] + [d]
-    return render(kept, len(model))
+def arm_dictionary(arm: PosthocConfig, drop: Sequence[Sequence[str]] = (),
+                   keep: Sequence[Sequence[str]] = ()) -> Dictionary:
+    """The arm's dictionary as plain values: its provider, its type map (filled: :func:`typed_arm`)
+    and what a calibration dropped and kept."""
+    import priorkit
 
-
-def add_document_matches(model: Sequence[str], sentence: Sequence[str], document: Sequence[str]) -> list[str]:
-    """The model's tags plus the entities of the document-level dictionary tags ``document`` that
-    the sentence-level ones (``sentence``) lack, each where no model entity overlaps it."""
-    if not len(model) == len(sentence) == len(document):
-        raise PriorkitError(f"{len(model)} model tags, {len(sentence)} sentence-level and {len(document)} "
-                            "document-level dictionary tags: the same sentence's, please")
-    m, known = entities(model), set(entities(sentence))
-    extra = [d for d in entities(document) if d not in known and not any(overlaps(d, x) for x in m)]
-    return render(m + extra, len(model))
+    types = _types_set(arm)
+    return Dictionary(priorkit.get_provider(arm.provider, **arm.params), types, drop, keep)
 
 
 def dictionary_steps(tags: Sequence[Sequence[str]], sentence: Sequence[Sequence[str]], fragments: bool,
                      document: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
-    """A post-hoc arm's steps after its merge or mix, sentence by sentence, in their order: the
-    dictionary joins the entities the model split (``fragments``, :func:`join_fragments`), then its
-    document-level tags add what the sentence-level ones (``sentence``) lack (``document``,
-    :func:`add_document_matches`; None: no document pass)."""
-    out = [join_fragments(t, d) if fragments else list(t) for t, d in zip(tags, sentence)]
-    if document is not None:
-        out = [add_document_matches(t, d, x) for t, d, x in zip(out, sentence, document)]
-    return out
+    """The steps after a merge or mix (:func:`priorkit.decode.steps.after_decode`): the dictionary
+    joins the entities the model split (``fragments``), then its document-level tags add what the
+    sentence-level ones (``sentence``) lack (``document``; None: no document pass)."""
+    steps = ([Fragments()] if fragments else []) + ([DocumentPass()] if document is not None else [])
+    return after_decode(steps, tags, sentence, document)
 
 
 def document_tags(arm: PosthocConfig, words: Sequence[Sequence[str]], positions: Sequence[int],
@@ -129,30 +98,23 @@ def document_tags(arm: PosthocConfig, words: Sequence[Sequence[str]], positions:
     """The dictionary's BIO tags of the sentences at ``positions`` of ``words`` (a whole split, in
     order), read as one document: abbreviations carry ``window`` sentences (-1: to the end)."""
     import priorkit
-    from ..supervision.silver.label import group_entities
 
     provider = priorkit.get_provider(arm.provider, **arm.params)
     if not hasattr(provider, "matches_document"):
         raise PriorkitError(f"post-hoc document pass: provider {arm.provider!r} reads one sentence at a time "
                             "(no matches_document); use the ontology provider or set document: null")
-    types = _types_set(arm)
-    found = provider.matches_document([list(w) for w in words], window=None if window < 0 else window)
-    return [group_entities(found[p], len(words[p]), types) for p in positions]
+    d = Dictionary(provider, _types_set(arm))
+    found = d.document_matches(words, window)
+    return [group_entities(found[p], len(words[p]), d.types) for p in positions]
 
 
 def dictionary_tags(arm: PosthocConfig, examples: Sequence[dict], drop: Sequence[Sequence[str]] = (),
                     keep: Sequence[Sequence[str]] = ()) -> list[list[str]]:
     """The dictionary's BIO tags of every sentence (its matches, typed by ``arm.types``); ``drop``
     and ``keep``: what a calibration left out and kept (the ``calibrated`` provider)."""
-    import priorkit
-    from ..supervision.silver.label import group_entities
-
-    types = _types_set(arm)
-    provider = priorkit.get_provider(arm.provider, **arm.params)
-    if drop:
-        provider = priorkit.get_provider("calibrated", provider=provider, drop=[list(d) for d in drop],
-                                         keep=[list(k) for k in keep])
-    return [group_entities(provider.matches(list(e["words"])), len(e["words"]), types) for e in examples]
+    d = arm_dictionary(arm, drop, keep)
+    words = [list(e["words"]) for e in examples]
+    return d.tags(d.sentence_matches(words), words)
 
 
 def _types_set(arm: PosthocConfig) -> dict[str, str]:
@@ -259,10 +221,8 @@ def _document(cfg: PipelineConfig, arm: PosthocConfig, splits: dict[str, Split],
     return matched[which]
 
 
-def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPlan, base_dir: Any,
-                 splits: dict[str, Split], matched: dict[tuple, Any]) -> dict[str, list[list[str]]]:
-    """Each evaluated split's tags: the base run's saved predictions merged with the dictionary's
-    matches (``matched``: the dictionary's tags per split and calibration, filled once per arm)."""
+def _saved_tags(cfg: PipelineConfig, name: str, base_dir: Any, splits: dict[str, Split]) -> dict[str, list[list[str]]]:
+    """Each evaluated split's tags as the base run saved them (its predictions, decoded as the task says)."""
     tags = {}
     for split in cfg.evaluate:
         got = read_predictions(base_dir, split)
@@ -277,7 +237,7 @@ def _merged_tags(cfg: PipelineConfig, name: str, arm: PosthocConfig, plan: RunPl
         if len(predicted) != len(examples) or any(g != list(e["tags"]) for g, e in zip(gold, examples)):
             raise PriorkitError(f"{base_dir}/predictions-{split}.jsonl does not hold the {len(examples)} "
                                 f"sentences of split {split!r}; score the run again (--force)")
-        tags[split] = [merge(p, d, arm.merge) for p, d in zip(predicted, _dictionary(arm, plan, splits, split, matched))]
+        tags[split] = [list(p) for p in predicted]
     return tags
 
 
@@ -326,7 +286,8 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if any(m is None for m in mixed):
                 log(f"[{plan.label}] post-hoc: skipped (no scored run of {', '.join(arm.mix)} to mix in)")
                 continue
-            if typed is None and (not arm.mix or arm.fragments or arm.document is not None):
+            steps = arm_steps(cfg, arm)
+            if typed is None and any(s.kind in DICTIONARY_STEPS for s in steps):
                 typed = typed_arm(cfg, arm, f"sweep.posthoc.{name}",
                                   (t for s in splits.values() for e in s.examples for t in e["tags"]))
             key = _key(cfg, arm, base, splits, mixed, typed.types if typed is not None else None)
@@ -334,13 +295,13 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
-            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix
-                    else _merged_tags(cfg, name, typed, plan, base_dir, splits, matched))
-            if arm.fragments or arm.document is not None:
-                tags = {split: dictionary_steps(
-                    ts, _dictionary(typed, plan, splits, split, matched), arm.fragments,
-                    _document(cfg, typed, splits, split, matched) if arm.document is not None else None)
-                    for split, ts in tags.items()}
+            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix  # mix, decode
+                    else _saved_tags(cfg, name, base_dir, splits))
+            if typed is not None:  # the dictionary's steps (merge, fragments, document pass), in their order
+                tags = {split: after_decode(steps, ts, _dictionary(typed, plan, splits, split, matched),
+                                            _document(cfg, typed, splits, split, matched)
+                                            if arm.document is not None else None)
+                        for split, ts in tags.items()}
             scores = {split: {**ner_metrics([list(e["tags"]) for e in splits[split].examples], t),
                               "examples": float(len(t))} for split, t in tags.items()}
             for split, merged in tags.items():
