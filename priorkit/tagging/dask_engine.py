@@ -63,15 +63,18 @@ class DaskEngine(Engine):
         return self.in_flight_asked or 2 * max(self.workers, 1)
 
     def map(self, job: Job, chunks: Iterable[Any]) -> Iterator[ChunkResult]:
+        source = iter(chunks)
+        first = next(source, None)
+        if first is None:
+            return  # nothing to do: no cluster started
         self.start()
         token = uuid.uuid4().hex[:12]
         pending: collections.deque = collections.deque()
-        source = iter(chunks)
         index = 0
 
         def submit() -> bool:
-            nonlocal index
-            chunk = next(source, None)
+            nonlocal index, first
+            chunk, first = (first, None) if first is not None else (next(source, None), None)
             if chunk is None:
                 return False
             pending.append(self.client.submit(apply, job, chunk, key=f"priorkit-tag-{token}-{index}", pure=False,

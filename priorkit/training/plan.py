@@ -98,6 +98,10 @@ def prior_identity(prior: PriorConfig | None) -> Any:
     for field, default in (("encoder", None), ("max_length", None), ("train", {})):  # a teacher's own model
         if isinstance(teacher, dict) and teacher.get(field, default) == default:  # (issue 48): old keys hold
             teacher.pop(field, None)
+    teacher = d["silver"].get("teacher") if isinstance(d.get("silver"), dict) else None
+    if isinstance(teacher, dict):  # where the teacher labels, never what: not in the key
+        for field in ("engine", "workers", "scheduler"):
+            teacher.pop(field, None)
     if not d.get("channels"):  # absent before the channels: old keys hold
         d.pop("channels", None)
     # the defaults of fields added later are left out, so older runs' keys hold

@@ -107,9 +107,17 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
                                    t.merge, entity_threshold=t.entity_threshold)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
-    counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait
+    if config.teacher is not None and config.teacher.engine != "local":  # the teacher's labels on Dask workers
+        from ..tagging.teacher import fill_store
+
+        t = config.teacher
+        counts = ranks.on_main(fill_store, store, sentences, config.chunk_size, t.engine, t.workers, t.scheduler,
+                               dictionary=(config.provider, config.params) if labeller.dictionary else None)
+    else:
+        counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait
     if log is not None and counts:
-        log(f"[{plan.label}] silver labels: {len(sentences)} sentences, {counts['labelled']} newly labelled "
+        on = f" on {counts['dask_workers']} Dask workers" if counts.get("dask_workers") else ""
+        log(f"[{plan.label}] silver labels: {len(sentences)} sentences, {counts['labelled']} newly labelled{on} "
             f"({store.dir})")
     weight = 1.0 if config.weight == "auto" else float(config.weight)  # auto: resolved by calibrate_run
     low = None if config.unmatched_weight in (None, "auto") else float(config.unmatched_weight)

@@ -46,6 +46,14 @@ class TeacherConfig:
     merge: Literal["teacher-first", "dictionary-first", "teacher-veto"] = "teacher-first"
     #: whether the dictionary's matches take part at all (false: the teacher's labels alone).
     dictionary: bool = True
+    #: where the teacher labels the text (the labels and the store are the same either way, and the
+    #: run's key leaves it out): "local" (the run's process) or "dask" (Dask workers, each loading
+    #: the teacher once: a local cluster of ``workers`` processes, or the cluster at ``scheduler``).
+    engine: Literal["local", "dask"] = "local"
+    #: engine dask: worker processes of a local cluster (null: 2).
+    workers: int | None = None
+    #: engine dask: a running scheduler's address (tcp://host:8786) instead of a local cluster.
+    scheduler: str | None = None
     #: self-training rounds (1-3): each round's student labels the text for the next one; the
     #: rounds stop early when the student's devel score (data.eval) does not beat its teacher's.
     rounds: int = 1
@@ -97,6 +105,16 @@ class TeacherConfig:
             out.append(("entity_threshold", f"must lie in (0, 1] (a probability) or be null, got {et!r}"))
         if self.merge not in MERGES:
             out.append(("merge", f"must be one of {', '.join(MERGES)}, got {self.merge!r}"))
+        if self.engine not in ("local", "dask"):
+            out.append(("engine", f"must be local or dask, got {self.engine!r}"))
+        elif self.engine == "local" and (self.workers is not None or self.scheduler is not None):
+            out.append(("workers" if self.workers is not None else "scheduler", "is for engine: dask"))
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            out.append(("workers", f"must be a number of worker processes (1 or more), got {self.workers!r}"))
+        elif self.workers is not None and self.scheduler is not None:
+            out.append(("workers", "starts a local cluster; with scheduler the cluster's own workers label: "
+                                   "drop one of them"))
         if isinstance(self.rounds, bool) or not 1 <= self.rounds <= 3:
             out.append(("rounds", f"must be 1, 2 or 3, got {self.rounds!r}"))
         return out

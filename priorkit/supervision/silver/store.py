@@ -11,6 +11,7 @@ sentences with the same labeller share it.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import os
@@ -48,8 +49,14 @@ class SilverStore:
         return {row["d"] for row in self._lines()}
 
     def fill(self, sentences: Iterable[Sequence[str]], chunk_size: int = 2000,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        """Label every sentence the store lacks, ``chunk_size`` per shard; returns counts."""
+             progress: Callable[[int, int], None] | None = None,
+             label_chunks: Callable[[Iterable[list[list[str]]]], Iterable[list[list[str]]]] | None = None
+             ) -> dict[str, int]:
+        """Label every sentence the store lacks, ``chunk_size`` per shard; returns counts.
+
+        ``label_chunks``: chunks of sentences in, their tags out in the same order (another
+        process's or a Dask cluster's labeller: :func:`priorkit.tagging.teacher.labelled_chunks`);
+        default: this labeller's ``tags_many``, one chunk after the other."""
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in self.dir.glob("*.tmp"):  # a chunk a kill cut short
             stale.unlink()
@@ -65,12 +72,19 @@ class SilverStore:
                 todo[d] = list(words)
         start = max((int(p.stem.split("-")[1]) for p in self.shards()), default=-1) + 1
         items = iter(todo.items())
+        pending: collections.deque = collections.deque()
+
+        def chunks() -> Iterator[list[list[str]]]:
+            while chunk := list(itertools.islice(items, chunk_size)):
+                pending.append(chunk)
+                yield [w for _, w in chunk]
+
+        label = label_chunks or (lambda cs: (self.labeller.tags_many(c) for c in cs))
         done = 0
-        for index in itertools.count(start):
-            chunk = list(itertools.islice(items, chunk_size))
-            if not chunk:
-                break
-            tags = self.labeller.tags_many([w for _, w in chunk])
+        for index, tags in zip(itertools.count(start), label(chunks())):
+            chunk = pending.popleft()
+            if len(tags) != len(chunk):
+                raise PriorkitError(f"{self.dir}: the labeller gave {len(tags)} label lists for {len(chunk)} sentences")
             text = "".join(json.dumps({"d": d, "t": t}) + "\n" for (d, _), t in zip(chunk, tags))
             _atomic_write(self.dir / f"shard-{index:06d}.jsonl", text)
             done += len(chunk)
