@@ -22,7 +22,7 @@ def _common(f):
 
 
 @click.command("export")
-@click.argument("source", metavar="RUNS_DIR_OR_PIPELINE", type=click.Path(exists=True))
+@click.argument("source", metavar="RUNS_DIR_OR_PIPELINE", type=click.Path())
 @_common
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a pipeline field (repeatable).")
 @click.pass_context
