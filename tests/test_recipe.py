@@ -258,3 +258,20 @@ def test_predict_refuses_the_options_a_recipe_carries_itself(sweep):
                                    "--input-format", "conll", "--document", "0", "--dictionary", "hpo"])
     assert res.exit_code == 2 and "is a recipe: its steps (mix features x0.7 + none x0.3" in res.output
     assert "leave out --dictionary, --document" in res.output
+
+
+def test_a_conll_document_is_tagged_on_its_own_words_as_predict_tags_them(sweep):
+    """A CoNLL file read as one document (the reader keeps its split): tag_documents gives the
+    entities predict gives on the same words, as character spans of the document's text."""
+    from priorkit.decode.spans import spans
+    from priorkit.documents.readers import read_documents
+
+    recipe = priorkit.load_model(sweep["tmp"] / "recipe-mixed-doc")
+    (doc,) = list(read_documents(sweep["test"], "conll"))
+    (tagged,) = list(recipe.tag_documents([doc]))
+    words = _words(sweep["test"])
+    assert [s.words for s in tagged.sentences] == words
+    want = [(s.tokens[x.start].start, s.tokens[x.end - 1].end, x.type)
+            for s, r in zip(tagged.sentences, recipe.predict(words)) for x in spans(r["tags"])]
+    assert want and [(e.start, e.end, e.type) for e in tagged.entities] == want
+    assert all(doc.text[e.start:e.end] == e.text for e in tagged.entities)

@@ -241,8 +241,12 @@ def _as_document(doc: Any, i: int) -> Document:
 
 
 def segment(doc: Document) -> list[Sentence]:
-    """The document's sentences: :func:`priorkit.documents.segment.segment` once it exists, until
+    """The document's sentences: the reader's own split when it kept one (``meta["sentences"]``:
+    CoNLL's words as given), else :func:`priorkit.documents.segment.segment` once it exists, until
     then :func:`_temporary_segment`."""
+    given = doc.meta.get("sentences")
+    if given:
+        return [Sentence(tuple(Token(s, e, doc.text[s:e]) for s, e in sentence)) for sentence in given if sentence]
     try:
         from ..documents.segment import segment as real
     except ImportError:
@@ -254,13 +258,9 @@ _WORD = re.compile(r"\w+|[^\w\s]")
 
 
 def _temporary_segment(doc: Document) -> list[Sentence]:
-    """TEMPORARY (until priorkit/documents/segment.py lands): the reader's split when it kept one
-    (``meta["sentences"]``: character spans per sentence), else each passage split into words at
+    """TEMPORARY (until priorkit/documents/segment.py lands): each passage split into words at
     whitespace and punctuation (BC5CDR's tokens: ``56 - year - old``), and into sentences after
     ``.``, ``!`` or ``?`` before a capital letter, a digit or the passage's end."""
-    given = doc.meta.get("sentences")  # a reader's own split (CoNLL: the words as given)
-    if given:
-        return [Sentence(tuple(Token(s, e, doc.text[s:e]) for s, e in sentence)) for sentence in given if sentence]
     out = []
     for passage in doc.passages:
         tokens = [Token(passage.offset + m.start(), passage.offset + m.end(), m.group())
