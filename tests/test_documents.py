@@ -444,3 +444,14 @@ def test_bio_spans():
     assert bio_spans(["B-X", "I-X", "O", "I-Y", "B-Y", "B-Y", "I-X"]) == [
         (0, 2, "X"), (3, 4, "Y"), (4, 5, "Y"), (5, 6, "Y"), (6, 7, "X")]
     assert bio_spans(["S-X", "B-Y", "E-Y", "O"]) == [(0, 1, "X"), (1, 3, "Y")]
+
+
+def test_example_abstract_is_the_first_test_abstract_rebuilt():
+    from priorkit.datasets import read_conll
+
+    path = ROOT / "data" / "examples" / "bc5cdr-abstract.txt"
+    text, _ = detokenize([s.words for s in read_conll(BC5CDR_TEST, limit=4)])
+    assert path.read_text() == text + "\n"
+    assert text.startswith("Torsade de pointes") and text.endswith("Dubutamine are discussed.")
+    (doc,) = read_documents(path)
+    assert doc.id == "bc5cdr-abstract.txt" and doc.text == text + "\n"

@@ -9,7 +9,7 @@ docs/tagging.md "How text is split"): on BC5CDR's test split rebuilt as raw text
 candidate's sentences keep 100% of the entities whole; syntok's sentence starts agree with the
 corpus's at 98.4 F1 (pysbd 99.1, spaCy's sentencizer 98.6, a plain ``. `` + capital rule 99.6),
 it is the best of them on hand-written abbreviation cases (``et al.``, ``Fig. 2``, ``i.p. Three
-days later``: 91.7 F1; pysbd 88.0, spaCy 85.7, the plain rule 76.5) and about 8 times as fast as
+days later``: 91.7 F1; pysbd 88.0, spaCy 85.7, the plain rule 76.5) and 5 to 8 times as fast as
 pysbd; the punctuation word rule gives the corpus's words exactly, where spaCy's and scispaCy's
 tokenizers keep ``2.5``, ``mcg/kg`` or ``K(+)-channels`` whole (96.5 and 90.8 token F1).
 
