@@ -1,10 +1,13 @@
-"""``priorkit predict``: a trained run's predictions for a dataset file."""
+"""``priorkit predict``: a trained run's predictions for a dataset file; NER models and recipes tag
+documents as a stream (:mod:`.predict_documents`, docs/tagging.md "Tagging a corpus")."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import click
+
+from .predict_documents import document_options, predict_documents, tags_documents
 
 
 def add_commands(cli: click.Group) -> None:
@@ -13,17 +16,21 @@ def add_commands(cli: click.Group) -> None:
 
 @click.command("predict")
 @click.argument("model_dir", metavar="RUN_OR_MODEL_DIR", type=click.Path())
-@click.argument("input_file", metavar="INPUT", type=click.Path())
+@click.argument("input_files", metavar="INPUT...", type=click.Path(), nargs=-1, required=True)
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write here (default: standard output). The format follows the extension unless --format.")
-@click.option("--format", "out_format", type=click.Choice(["jsonl", "csv", "tsv"]), default=None,
-              help="Output format [default: from --out's extension, else jsonl].")
+@click.option("--format", "out_format", type=click.Choice(["jsonl", "csv", "tsv", "pubtator", "bioc", "records"]),
+              default=None, help="Output format [default: from --out's extension, else jsonl]. NER: jsonl, pubtator "
+                                 "or bioc documents, or records (one line per CoNLL sentence: words, tags, "
+                                 "entities; the default for --input-format conll).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option("--max-length", type=int, default=None,
               help="Tokens per input [default: the training max length]; longer inputs are truncated with a warning.")
-@click.option("--input-format", "in_format", type=click.Choice(["stsb", "csv", "tsv", "jsonl", "conll"]),
-              default=None, help="Input format (default: detected, as for precompute).")
+@click.option("--input-format", "in_format", type=click.Choice(["stsb", "csv", "tsv", "jsonl", "conll", "txt", "lines",
+                                                               "pubtator", "bioc"]),
+              default=None, help="Input format (default: detected from the extension). NER documents: txt, lines, "
+                                 "jsonl, pubtator, bioc, conll (docs/tagging.md).")
 @click.option("--text-a", default=None, help="Input column (name or 0-based index) of the first text.")
 @click.option("--text-b", default=None, help="Input column of the second text (sentence-pair models).")
 @click.option("--no-header", is_flag=True, help="CSV/TSV input without a header row (columns are indices).")
@@ -54,10 +61,12 @@ def add_commands(cli: click.Group) -> None:
 @click.option("--propagate", hidden=True, default=None, expose_value=False, callback=lambda c, p, v: _removed(p, v))
 @click.option("--share", hidden=True, default=None, expose_value=False, callback=lambda c, p, v: _removed(p, v))
 @click.option("--progress/--no-progress", default=True, help="A progress bar on standard error.")
+@document_options
 @click.pass_context
-def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_size, max_length, in_format,
+def predict_command(ctx, model_dir, input_files, out, out_format, force, batch_size, max_length, in_format,
                     text_a, text_b, no_header, limit, no_cache, device, others, weight, decode, o_bias,
-                    dictionary, dictionary_types, fragments, document, progress) -> None:
+                    dictionary, dictionary_types, fragments, document, progress, restart, chunk_size, engine,
+                    scheduler, workers, skip_bad) -> None:
     """Predict INPUT with a trained run (its prior built as in training).
 
     RUN_OR_MODEL_DIR: a run folder (runs/NAME/PRIOR/fracF/seedS), its model/
@@ -66,8 +75,34 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     Sentence-pair regression gives `score` on the labels' own scale,
     classification `label` and `probs`, NER `tags` per word and `entities`
     (spans). One record per input, in input order.
+
+    An NER model or a recipe tags documents (INPUT...: txt, lines, jsonl, pubtator, bioc; CoNLL with
+    --format jsonl/pubtator/bioc) as a stream, written in committed chunks: the same command run
+    again after a crash goes on where it stopped (--restart: from the start).
     """
     from ..inference import io as pio
+
+    doc_options = [o for o, v in (("--restart", restart), ("--engine dask", engine != "local"),
+                                  ("--skip-bad", skip_bad), ("--chunk-size", _given(ctx, "chunk_size")),
+                                  ("--scheduler", scheduler is not None), ("--workers", workers is not None),
+                                  ("several INPUTs", len(input_files) > 1)) if v]
+    records_only = [o for o, v in (("--with", bool(others)), ("--dictionary", dictionary is not None),
+                                   ("--fragments", fragments), ("--document", document is not None),
+                                   ("--text-a", text_a is not None), ("--text-b", text_b is not None),
+                                   ("--no-header", no_header), ("--limit", limit is not None)) if v]
+    if tags_documents(model_dir) and _as_documents(input_files, in_format, out_format, doc_options, records_only):
+        return predict_documents(ctx, model_dir, input_files, out=out, out_format=out_format, in_format=in_format,
+                                 restart=restart or force, chunk_size=chunk_size, batch_size=batch_size,
+                                 engine=engine, scheduler=scheduler, workers=workers, skip_bad=skip_bad,
+                                 device=device, max_length=max_length, no_cache=no_cache, decode=decode,
+                                 o_bias=o_bias, progress=progress)
+    if doc_options:
+        raise click.UsageError(f"{', '.join(doc_options)}: for tagging documents with an NER model "
+                               "(--format jsonl, pubtator or bioc); these predictions are records")
+    input_file = input_files[0]
+    out_format = None if out_format == "records" else out_format
+    if out_format in ("pubtator", "bioc"):
+        raise click.UsageError(f"--format {out_format} is for documents tagged by an NER model or a recipe")
 
     fmt = pio.output_format(out, out_format)
     if out is not None and Path(out).exists() and not force:
@@ -111,6 +146,37 @@ def predict_command(ctx, model_dir, input_file, out, out_format, force, batch_si
     pio.write_atomic(out, text)
     if not quiet:
         click.echo(f"wrote {len(records)} predictions to {out}", err=True)
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+
+def _as_documents(inputs: tuple[str, ...], in_format: str | None, out_format: str | None, doc_options: list[str],
+                  records_only: list[str]) -> bool:
+    """An NER model's output: tagged documents, except records (one line per sentence: words, tags,
+    entities) for --format records, csv or tsv, for the options only records have (an ensemble,
+    the dictionary's steps, columns, a limit), and by default for CoNLL input (--input-format conll,
+    or a .conll / .tsv / .iob file)."""
+    if out_format in ("records", "csv", "tsv") or in_format in ("stsb", "csv", "tsv"):
+        return False
+    if records_only:
+        if doc_options or out_format in ("pubtator", "bioc"):
+            raise click.UsageError(f"{', '.join(records_only)} give per-sentence records, "
+                                   f"{', '.join(doc_options) or '--format ' + str(out_format)} tagged documents: "
+                                   "drop one or the other")
+        return False
+    if in_format is None and len(inputs) == 1:
+        from ..documents.readers import input_format
+        from ..errors import DataFormatError
+
+        try:
+            in_format = input_format(inputs[0])
+        except DataFormatError:
+            return True  # the document reader names the problem before the model loads
+    if in_format == "conll":
+        return out_format is not None or bool(doc_options)
+    return True
 
 
 def _removed(param: click.Parameter, value: object) -> None:

@@ -7,8 +7,10 @@
    first document of the input, so a chunk holds the same documents in every run.
 3. The engine tags the chunks (each sorted by length inside, :func:`~priorkit.tagging.jobs.tag_chunk`)
    and gives their text back in input order; each is committed before the next is written.
-4. A bad record in the input (the reader raises, naming file and line) stops the run after
-   the documents read before it are tagged and committed; the error says so.
+4. A bad record in the input (the reader raises, naming file and line) stops the run once the
+   chunks before it are committed; the error says so.  The few documents between the last whole
+   chunk and the bad record are tagged when the run goes on (``--skip-bad``), so that chunk
+   boundaries, and the bytes, are those of a run that skipped the record from the start.
 5. The footer is written and the run marked done.
 
 Output to a stream (standard output) follows the same steps without the progress file.
@@ -50,12 +52,16 @@ class TagSummary:
 
 
 class Chunks:
-    """The input's documents in chunks; an error of the reader ends the chunks after the
-    partial chunk before it (kept in :attr:`error`, raised once that chunk is committed)."""
+    """The input's documents in chunks; an error of the reader ends the chunks (it is kept in
+    :attr:`error` and raised once the chunks before it are committed).  The documents read since
+    the last whole chunk are left for the run that goes on: committed, they would move every later
+    chunk's boundary, and with it the batches and the last digits of the scores, so that a resumed
+    file would no longer equal one written in one go."""
 
     def __init__(self, docs: Iterator[Document], size: int) -> None:
         self.docs, self.size = docs, size
         self.error: Exception | None = None
+        self.held = 0  # documents read after the last whole chunk when the reader failed
         self.meta: collections.deque = collections.deque()  # (documents, first source, last source) per chunk
 
     def __iter__(self) -> Iterator[list[Document]]:
@@ -66,8 +72,9 @@ class Chunks:
                     chunk.append(doc)
                     if len(chunk) >= self.size:
                         break
-            except Exception as exc:  # noqa: BLE001 - the reader's error, re-raised after the commit
-                self.error = exc
+            except Exception as exc:  # noqa: BLE001 - the reader's error, re-raised after the commits
+                self.error, self.held = exc, len(chunk)
+                return
             if not chunk:
                 return
             self.meta.append((len(chunk), chunk[0].source, chunk[-1].source))
@@ -135,7 +142,7 @@ def tag_corpus(documents: Iterable[Document], job: Job, writer: Writer, *, out: 
         finally:
             shown.close()
         if chunks.error is not None:
-            raise _stopped(chunks.error, summary, out)
+            raise _stopped(chunks.error, summary, out, chunks.held)
         if output is not None:
             output.finish(header + writer.footer())
         else:
@@ -170,13 +177,15 @@ def make_engine(name: str = "local", *, workers: int | None = None, scheduler: s
     raise PriorkitError(f"engine {name!r} is not one of {', '.join(ENGINES)}")
 
 
-def _stopped(error: Exception, summary: TagSummary, out: str | os.PathLike | None) -> Exception:
+def _stopped(error: Exception, summary: TagSummary, out: str | os.PathLike | None, held: int) -> Exception:
     """The reader's error, with what stays committed (its type kept: a DocumentError stays one)."""
     if out is None or not isinstance(error, PriorkitError):
         return error
     total = summary.resumed + summary.tagged
-    note = (f"; the {total} documents before it are tagged and committed in {Path(out).name}: fix the record and "
-            "rerun with --restart, or rerun the same command with --skip-bad to skip it and go on")
+    after = f" (the {held} after them are tagged when the run goes on)" if held else ""
+    note = (f"; the {total} documents of the chunks before it are tagged and committed in {Path(out).name}{after}: "
+            "rerun the same command with --skip-bad to skip the record and go on, or fix it and rerun with "
+            "--restart")
     try:
         again = type(error)(f"{error}{note}")
     except Exception:  # noqa: BLE001 - an error type with its own constructor
