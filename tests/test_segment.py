@@ -103,3 +103,42 @@ def test_detokenized_first_abstract_splits_as_the_corpus():
     sentences = segment(Document("a", text))
     assert [s.words for s in sentences] == words
     assert [[(t.start, t.end) for t in s.tokens] for s in sentences] == offsets
+
+
+def test_any_text_segments_into_its_own_characters():
+    """Property: for any text in any passages, every token is the text at its offsets, tokens
+    follow each other, every non-space character is in one token, and no sentence crosses a
+    passage."""
+    from hypothesis import given, settings, strategies as st
+
+    alphabet = st.sampled_from(list("abcXYZ019 .,;:()[]-/+%'\"\n\t") + ["é", "α", "±", "°", "\u00a0", "\u2009", "…"])
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.text(alphabet, max_size=60), min_size=1, max_size=3))
+    def check(parts):
+        doc = Document.from_passages("h", [("p", p) for p in parts])
+        sentences = segment(doc)
+        _check(doc, sentences)
+        for s in sentences:
+            assert any(p.offset <= s.start and s.end <= p.end for p in doc.passages)
+
+    check()
+
+
+def test_detokenized_words_come_back_from_segment():
+    """Property: words split as BC5CDR's (runs of word characters, single punctuation characters)
+    detokenize to a text whose segment() words are the same words at the same offsets."""
+    from hypothesis import given, settings, strategies as st
+
+    word = st.one_of(st.text(st.sampled_from(list("abcXZ0129é_")), min_size=1, max_size=6),
+                     st.sampled_from(list(".,;:()[]{}-/+%'\"<>=?!±°")))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.lists(word, min_size=1, max_size=12), min_size=1, max_size=4))
+    def check(sentences):
+        text, offsets = detokenize(sentences)
+        assert [[text[s:e] for s, e in sent] for sent in offsets] == sentences
+        got = [(t.start, t.end) for s in segment(Document("d", text)) for t in s.tokens]
+        assert got == [span for sent in offsets for span in sent]
+
+    check()
