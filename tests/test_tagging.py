@@ -311,3 +311,22 @@ def test_a_worker_error_stops_the_run_with_its_message(corpus, client, tmp_path)
 
 def _broken_tagger(why):
     raise PriorkitError(why)
+
+
+def test_the_bf16_autocast_path_tags_like_float32(tmp_path, tiny_bert_dir, corpus, one_torch_thread):
+    """--device cuda tags under bf16 autocast; the same casts on the CPU, through a model with the
+    WordNet attention prior in layer 0, find the entities float32 finds (scores to bf16's precision)."""
+    from priorkit.tagging.taggers import Autocast
+
+    run = train_tiny_ner(tmp_path, tiny_bert_dir, prior="prior: {name: wn, provider: wordnet, params: "
+                         "{measure: wup}, layout: full, attention: {layers: [0]}}\n")
+    model = priorkit.load_model(run)
+    assert model.builder is not None  # the prior is on
+    docs = list(jsonl_documents(corpus))[:60]
+    tagger = ModelTagger(model, batch_size=16)
+    full = tag_chunk(tagger, docs)
+    half = tag_chunk(Autocast(tagger, "cpu"), docs)
+    pairs = [(a, b) for x, y in zip(full, half) for a, b in zip(x.entities, y.entities)]
+    same = sum((a.start, a.end, a.type) == (b.start, b.end, b.type) for a, b in pairs)
+    assert len(pairs) > 20 and same >= 0.9 * sum(len(x.entities) for x in full)
+    assert all(abs(a.score - b.score) < 0.05 for a, b in pairs if (a.start, a.end) == (b.start, b.end))

@@ -8,8 +8,7 @@ model under bf16 autocast.
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from ..documents import Document, TaggedDocument
 from ..errors import PriorkitError
@@ -31,25 +30,17 @@ class ModelTagger:
         return list(self.model.tag_documents(docs, batch_size=self.batch_size))
 
 
-@contextlib.contextmanager
-def _autocast(device: str | None) -> Iterator[None]:
-    if device and str(device).startswith("cuda"):
-        import torch
+class Autocast:
+    """A tagger run under bf16 autocast on ``device_type`` (``cuda``: what ``--device cuda`` does;
+    ``cpu``: the same casts on a CPU, for tests).  The model's outputs are read back as float32."""
 
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            yield
-    else:
-        yield
-
-
-class _Autocast:
-    """A tagger run under bf16 autocast on a GPU (the model's outputs are read back as float32)."""
-
-    def __init__(self, tagger: Callable[[list[Document]], Sequence[TaggedDocument]], device: str | None) -> None:
-        self.tagger, self.device = tagger, device
+    def __init__(self, tagger: Callable[[list[Document]], Sequence[TaggedDocument]], device_type: str = "cuda") -> None:
+        self.tagger, self.device_type = tagger, device_type
 
     def __call__(self, docs: list[Document]) -> Sequence[TaggedDocument]:
-        with _autocast(self.device):
+        import torch
+
+        with torch.autocast(device_type=self.device_type, dtype=torch.bfloat16):
             return self.tagger(docs)
 
 
@@ -76,7 +67,7 @@ def load_tagger(folder: str, batch_size: int = 32, device: str | None = None, th
     check_device(device)
     model = load_model(folder, device=device, **(load or {}))
     tagger = ModelTagger(model, batch_size)
-    return _Autocast(tagger, device) if device and str(device).startswith("cuda") else tagger
+    return Autocast(tagger, "cuda") if device and str(device).startswith("cuda") else tagger
 
 
 def model_job(folder: str, make_writer: Callable[[], Any], *, batch_size: int = 32, device: str | None = None,
@@ -98,4 +89,4 @@ def model_job(folder: str, make_writer: Callable[[], Any], *, batch_size: int = 
     return Job(key, functools.partial(build_chunk_tagger, make_tagger, make_writer))
 
 
-__all__ = ["ModelTagger", "load_tagger", "model_job", "check_device"]
+__all__ = ["ModelTagger", "Autocast", "load_tagger", "model_job", "check_device"]

@@ -53,8 +53,9 @@ failure\tI-Disease
 """
 
 
-def train_tiny_ner(tmp: Path, model: Path, repeat: int = 4) -> Path:
-    """A tiny real NER run (a 2-layer BERT, one epoch on CONLL x ``repeat``): its run folder."""
+def train_tiny_ner(tmp: Path, model: Path, repeat: int = 4, prior: str = "") -> Path:
+    """A tiny real NER run (a 2-layer BERT, one epoch on CONLL x ``repeat``; ``prior``: the
+    pipeline's prior line, if any): its run folder."""
     from priorkit.config import load_config
     from priorkit.training.steps import run_pipeline
 
@@ -66,7 +67,7 @@ def train_tiny_ner(tmp: Path, model: Path, repeat: int = 4) -> Path:
                         data:
                           train: {{path: {tmp / 'train.conll'}}}
                           eval: {{path: {tmp / 'train.conll'}, limit: 2}}
-                        """)
+                        """) + prior
                     + "train: {epochs: 1, learning_rate: 1.0e-3, batch_size: 8, progress: false, threads: 1, "
                       "logging_steps: 100, save: 'no'}\n")
     result = run_pipeline(load_config(str(path), ()), log=lambda m: None)
