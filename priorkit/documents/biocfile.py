@@ -199,32 +199,42 @@ def bioc_footer() -> str:
     return "</collection>\n"
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Characters XML cannot hold (control characters but tab and line breaks, lone surrogates)
+    as spaces: the same length, so every offset still holds."""
+    return _NOT_XML.sub(" ", text)
+
+
 def bioc_document(tagged: TaggedDocument) -> str:
-    """One ``<document>``: the passages at their offsets and one annotation per entity."""
+    """One ``<document>``: the passages at their offsets and one annotation per entity.  Characters
+    XML cannot hold (e.g. a form feed) are written as spaces, so every offset still holds."""
     import bioc
     from bioc.biocxml.encoder import encode_document
     from lxml import etree
 
     doc = tagged.document
     bdoc = bioc.BioCDocument()
-    bdoc.id = doc.id
+    bdoc.id = _xml_text(doc.id)
     bpassages = []
     for p in doc.passages:
         bp = bioc.BioCPassage()
-        bp.offset, bp.text = p.offset, p.text
-        bp.infons["type"] = p.kind
+        bp.offset, bp.text = p.offset, _xml_text(p.text)
+        bp.infons["type"] = _xml_text(p.kind)
         bdoc.add_passage(bp)
         bpassages.append((p, bp))
     for i, e in enumerate(tagged.entities):
         ann = bioc.BioCAnnotation()
         ann.id = f"T{i + 1}"
-        ann.infons["type"] = e.type
+        ann.infons["type"] = _xml_text(e.type)
         if e.concept_ids:
             ann.infons["identifier"] = "|".join(e.concept_ids)
         ann.infons["score"] = repr(float(e.score))
         ann.infons["source"] = e.source
         ann.add_location(bioc.BioCLocation(e.start, e.end - e.start))
-        ann.text = e.text
+        ann.text = _xml_text(e.text)
         home = next((bp for p, bp in bpassages if p.offset <= e.start and e.end <= p.end), None)
         (home or bdoc).add_annotation(ann)
     return etree.tostring(encode_document(bdoc), encoding="unicode", pretty_print=True)

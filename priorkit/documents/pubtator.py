@@ -130,7 +130,7 @@ def pubtator_document(tagged: TaggedDocument) -> str:
     """One PubTator block: ``ID|t|``, ``ID|a|``, one annotation line per entity (concept ids
     joined by ``|``), the input's relation lines, a blank line.  A document of a title and an
     abstract (or one passage) keeps them; any other layout is written whole as the title with
-    an empty abstract, so every offset holds.  Line breaks in the text become spaces."""
+    an empty abstract, so every offset holds.  Line breaks and tabs in the text become spaces."""
     doc = tagged.document
     if any(c in doc.id for c in "|\t\r\n") or not doc.id:
         raise DocumentError(f"document {doc.id!r}: a PubTator id cannot be empty or hold '|', a tab or a "
@@ -139,7 +139,7 @@ def pubtator_document(tagged: TaggedDocument) -> str:
     two = (len(ps) <= 2 and ps[0].offset == 0 and ps[-1].end == len(doc.text)
            and (len(ps) == 1 or ps[1].offset == ps[0].end + 1))
     title, abstract = (ps[0].text, ps[1].text if len(ps) > 1 else "") if two else (doc.text, "")
-    out = [f"{doc.id}|t|{_flat(title)}\n", f"{doc.id}|a|{_flat(abstract)}\n"]
+    out = [f"{doc.id}|t|{_flat(title, True)}\n", f"{doc.id}|a|{_flat(abstract, True)}\n"]
     for e in tagged.entities:
         out.append(f"{doc.id}\t{e.start}\t{e.end}\t{_flat(e.text, True)}\t{e.type}\t{'|'.join(e.concept_ids)}\n")
     for relation in doc.meta.get("relations", ()):
