@@ -15,7 +15,7 @@ import pytest
 
 from priorkit.documents import Document, TaggedDocument
 from priorkit.documents.conll import bio_spans, detokenize
-from priorkit.documents.readers import annotations_of, check_inputs, input_format, read_documents
+from priorkit.documents.readers import FORMATS, annotations_of, check_inputs, input_format, read_documents
 from priorkit.documents.writers import format_of, write_documents, writer_for
 from priorkit.errors import DataFormatError, DocumentError, PriorkitError
 
@@ -489,5 +489,31 @@ def test_any_tagged_document_round_trips_through_every_writer(tmp_path):
                 assert back.text == doc.text and back.passages == doc.passages
             assert [(e.start, e.end, e.concept_ids) for e in annotations_of(back)] == \
                 [(e.start, e.end, e.concept_ids) for e in ents]
+
+    check()
+
+
+def test_any_bytes_give_documents_or_a_priorkit_error(tmp_path):
+    """Fuzz: files made of pieces of every format (and bad bytes) in every format either read
+    into non-empty documents or stop with a PriorkitError, never another exception."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    pieces = st.sampled_from([
+        b"1|t|Title", b"1|a|Abs", b"1\t0\t3\tTit\tX\tD1", b"\n", b"\t", b"{", b"}", b'"text"', b":", b'"id"', b"[",
+        b"]", b'"documents"', b'"passages"', b"<collection>", b"<document>", b"<passage>", b"<offset>0</offset>",
+        b"</passage>", b"</document>", b"</collection>", b"<text>", b"</text>", b"<annotation id='1'>",
+        b"<location offset='0' length='2'/>", b"</annotation>", b"-DOCSTART-", b"B-X", b"I-X", b"O", b"\xe9",
+        b"a", b" ", b"0"])
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(pieces, max_size=30), st.sampled_from(FORMATS), st.booleans())
+    def check(parts, fmt, skip):
+        path = tmp_path / "f.x"
+        path.write_bytes(b"".join(parts))
+        try:
+            for doc in read_documents(path, fmt, skip_bad=skip, on_skip=lambda reason: None):
+                assert doc.text.strip()
+        except PriorkitError:
+            pass
 
     check()
