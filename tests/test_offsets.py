@@ -94,3 +94,34 @@ def test_written_split_scores_itself_perfectly(tmp_path):
     pred.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataFormatError, match="another text"):
         score_files(gold, pred)
+
+
+def test_both_sides_of_the_comparison_with_a_real_tagger(tmp_path, tiny_bert_dir):
+    """The lead's comparison end to end on the first 30 test sentences with a tiny real NER model:
+    the CoNLL side and the raw-text side have the same documents, the tagger's outputs score
+    against each gold, and one side's output is refused against the other side's gold (other documents)."""
+    import priorkit
+    from priorkit.documents import write_documents
+    from priorkit.evaluation.offsets import write_chunked_conll
+    from support.tagging import train_tiny_ner
+
+    head = tmp_path / "head.tsv"
+    blocks = TEST.read_text().split("\n\n")[:30]
+    head.write_text("\n\n".join(blocks) + "\n\n")
+    conll = write_chunked_conll(head, tmp_path / "docs.conll", per_document=10)
+    raw = write_rebuilt_documents(head, tmp_path / "docs.jsonl", per_document=10)
+    a, b = list(read_documents(conll)), list(read_documents(raw))
+    assert len(a) == len(b) == 3
+    assert [len(annotations_of(x)) for x in a] == [len(annotations_of(x)) for x in b]
+    assert [[e.text.replace(" ", "") for e in annotations_of(x)] for x in a] == \
+        [[e.text.replace(" ", "") for e in annotations_of(x)] for x in b]
+    run_dir = tmp_path / "ner"
+    run_dir.mkdir()
+    tagger = priorkit.load_model(train_tiny_ner(run_dir, tiny_bert_dir))
+    for gold, name in ((conll, "tagged-conll.jsonl"), (raw, "tagged-raw.jsonl")):
+        write_documents(tagger.tag_documents(read_documents(gold)), tmp_path / name)
+        scores = score_files(gold, tmp_path / name)
+        n_gold = sum(len(annotations_of(x)) for x in read_documents(gold))
+        assert scores.overall.tp + scores.overall.fn == n_gold
+    with pytest.raises(DataFormatError):
+        score_files(raw, tmp_path / "tagged-conll.jsonl")

@@ -6,7 +6,8 @@ type.  It scores a tagger on raw text the way seqeval scores tags on words, so t
 model on the test text rebuilt as raw text, scored by character offsets" can be set beside its
 score on the CoNLL input (issue 45: within 1.0 F1).
 
-:func:`rebuilt_documents` / :func:`write_rebuilt_documents`: BC5CDR's CoNLL files
+:func:`rebuilt_documents` / :func:`write_rebuilt_documents` (and :func:`write_chunked_conll`, the
+same documents as CoNLL): BC5CDR's CoNLL files
 (``data/bc5cdr/*.tsv``, word TAB BIO tag) carry no document boundaries (no ``-DOCSTART-``; the
 test split is 4,797 sentences from 500 PubMed abstracts, in order), so a rebuilt "document" is
 a run of ``per_document`` consecutive sentences (default 10, about one abstract's length; the
@@ -15,6 +16,14 @@ whole split as one document with ``per_document=0``.  Its text is
 :func:`priorkit.documents.conll.detokenize` of those sentences (an approximation of the PubMed
 spacing: the corpus lost it), and the gold entities are the BIO spans as character offsets
 into it.  Torch-free.
+
+The comparison, with the same document boundaries on both sides::
+
+    write_chunked_conll("data/bc5cdr/test.tsv", "test-docs.conll")      # words as given, -DOCSTART- per 10
+    write_rebuilt_documents("data/bc5cdr/test.tsv", "test-docs.jsonl")  # the same documents as raw text
+    # tag each (priorkit.load_model(FOLDER).tag_documents(read_documents(...)) -> write_documents(...))
+    score_files("test-docs.conll", "tagged-conll.jsonl")   # the CoNLL input, by offsets into its text
+    score_files("test-docs.jsonl", "tagged-raw.jsonl")     # the raw text
 """
 from __future__ import annotations
 
@@ -156,6 +165,23 @@ def rebuilt_documents(conll: str | os.PathLike, per_document: int = 10) -> list[
             for a, b, kind in bio_spans(sentence.tags):
                 entities.append((spans[a][0], spans[b - 1][1], kind))
         out.append(RebuiltDocument(f"{stem}-{number:04d}", text, first, offsets, entities))
+    return out
+
+
+def write_chunked_conll(conll: str | os.PathLike, out: str | os.PathLike, per_document: int = 10) -> Path:
+    """The same sentences as :func:`rebuilt_documents`, as CoNLL (word TAB tag) with a
+    ``-DOCSTART-`` line before each run of ``per_document`` sentences: the CoNLL side of the
+    comparison with the same document boundaries (a recipe's document pass reads one document)."""
+    if per_document < 0:
+        raise ValueError(f"per_document must be 0 (one document) or more, got {per_document}")
+    sentences = read_conll(conll)
+    size = per_document or max(len(sentences), 1)
+    out = Path(out)
+    with open(out, "w", encoding="utf-8") as fh:
+        for first in range(0, len(sentences), size):
+            fh.write("-DOCSTART-\tO\n\n")
+            for sentence in sentences[first:first + size]:
+                fh.write("".join(f"{w}\t{t}\n" for w, t in zip(sentence.words, sentence.tags)) + "\n")
     return out
 
 
