@@ -76,17 +76,24 @@ class Channel:
     #: the trainer takes them out of the batch before the forward pass, the collator drops them
     #: from a batch without labels (predict, show), and the model refuses them
     loss_keys: ClassVar[tuple[str, ...]] = ()
+    #: the dataclass of the channel's section of a prior setting: its fields, types and defaults
+    #: are what a pipeline file can set there, checked with file:line like every section (the
+    #: attention channel's ``AttentionConfig``, the features channel's ``FeatureConfig``, each in
+    #: the ``config.py`` next to it).  None: the section stays a plain, unchecked mapping.
+    config: ClassVar[type | None] = None
 
     # ---- making it -----------------------------------------------------------------
     @classmethod
     def section(cls, prior: Any) -> Any:
-        """The channel's own section of a prior setting: ``prior.<name>`` for a built-in
-        channel, ``prior.channels[<name>]`` for any other; None when absent or null."""
+        """The channel's own section of a prior setting, as its :attr:`config` (None when absent
+        or null): the setting's field named like the channel when it has one (a section of its
+        own, older than ``prior.channels``), else ``prior.channels[<name>]``."""
         if prior is None:
             return None
-        if cls.name in ("attention", "features"):
-            return getattr(prior, cls.name, None)
-        return (getattr(prior, "channels", None) or {}).get(cls.name)
+        if has_own_section(prior, cls.name):
+            return getattr(prior, cls.name)
+        value = (getattr(prior, "channels", None) or {}).get(cls.name)
+        return typed_section(cls, value)
 
     @classmethod
     def from_setting(cls, prior: Any, context: Context) -> "Channel | None":
@@ -202,6 +209,32 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
     return cls
 
 
+def has_own_section(prior: Any, name: str) -> bool:
+    """Whether a prior setting has a field of its own for channel ``name`` (a dataclass field),
+    rather than an entry of ``prior.channels``."""
+    return dataclasses.is_dataclass(prior) and name in {f.name for f in dataclasses.fields(prior)}
+
+
+def typed_section(cls: type[Channel], value: Any, where: str = "") -> Any:
+    """``value`` (a channel's section) as the channel's declared :attr:`Channel.config`: a mapping
+    becomes that dataclass (an unknown field is refused with the known ones); anything else, or a
+    channel without a config, as it is.  The pipeline loader does the same with file:line."""
+    if value is None or cls.config is None or not isinstance(value, Mapping):
+        return value
+    known = [f.name for f in dataclasses.fields(cls.config)]
+    unknown = [k for k in value if k not in known]
+    if unknown:
+        raise PriorkitError(f"{where or 'prior.channels.' + cls.name}: unknown field(s) {unknown} of the {cls.name} "
+                            f"channel (known: {', '.join(known)})")
+    return cls.config(**value)
+
+
+def listed_channels(prior: Any = None) -> list[str]:
+    """The registered channels a prior setting names in ``prior.channels`` (every one without a
+    section of its own)."""
+    return [n for n in CHANNELS if not has_own_section(prior, n)]
+
+
 def load_plugin_channels() -> None:
     """Register the channels the plug-ins offer through ``register_channels``."""
     from ..providers.plugins import get_plugin_manager
@@ -216,16 +249,17 @@ def unknown_channels(prior: Any) -> list[str]:
     names = list((getattr(prior, "channels", None) or {}))
     if any(n not in CHANNELS for n in names):
         load_plugin_channels()
-    return [n for n in names if n not in CHANNELS or n in ("attention", "features")]
+    return [n for n in names if n not in CHANNELS or has_own_section(prior, n)]
 
 
 def channels_for(prior: Any, context: Context) -> list[Channel]:
     """The channels a prior setting asks for, in registry order."""
     unknown = unknown_channels(prior)
     if unknown:
+        own = [n for n in CHANNELS if n not in listed_channels(prior)]
         raise PriorkitError(f"prior.channels names {unknown}, which are not registered channels (known: "
-                            f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}; "
-                            "attention and features have sections of their own)")
+                            f"{', '.join(listed_channels(prior)) or 'none'}"
+                            f"{'; ' + ' and '.join(own) + ' have sections of their own' if own else ''})")
     out = []
     for cls in CHANNELS.values():
         channel = cls.from_setting(prior, context)

@@ -255,13 +255,23 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
                         "labels, and this setting has neither; set prior.features or prior.silver, or drop it")
 
     if p.channels:
-        from ..channels.base import CHANNELS, unknown_channels
+        from ..channels.base import CHANNELS, listed_channels, unknown_channels
 
         for name in unknown_channels(p)[:1]:
+            own = [n for n in CHANNELS if n not in listed_channels(p)]
             raise _fail(path + ("channels", name), loc, src, f"is not a registered channel (known: "
-                        f"{', '.join(n for n in CHANNELS if n not in ('attention', 'features')) or 'none'}); a "
-                        "channel comes from your code (priorkit.channels.register_channel) or a plug-in "
-                        "(register_channels); attention and features have sections of their own")
+                        f"{', '.join(listed_channels(p)) or 'none'}); a channel comes from your code "
+                        "(priorkit.channels.register_channel) or a plug-in (register_channels)"
+                        f"{'; ' + ' and '.join(own) + ' have sections of their own' if own else ''}")
+        for name, section in list(p.channels.items()):  # each section as its channel's declared config
+            config = CHANNELS[name].config
+            if config is not None and section is not None:
+                where = path + ("channels", name)
+                typed = _convert(dataclasses.asdict(section) if dataclasses.is_dataclass(section) else section,
+                                 config, where, loc, src)
+                for field, msg in (typed.problems() if hasattr(typed, "problems") else [])[:1]:
+                    raise _fail(where + tuple(field.split(".")), loc, src, msg)
+                p.channels[name] = typed
     layers = p.attention.layers if p.attention is not None else "all"
     if layers != "all" and (not layers or any(i < 0 for i in layers)):
         raise _fail(path + ("attention", "layers"), loc, src,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 
 from ..supervision.calibration import CalibrateConfig
+from ..channels.attention.config import AttentionConfig
 from ..channels.features.config import FeatureConfig
 from ..supervision.silver.config import SilverConfig
 from ..providers.spec import PriorSpec
@@ -100,27 +101,6 @@ class DataConfig:
 
 
 @dataclasses.dataclass
-class AttentionConfig:
-    #: layer indices, or "all".
-    layers: Union[list[int], Literal["all"]] = dataclasses.field(default_factory=lambda: [0])
-    #: a registered attention mode (priorkit.attention.MODES): multiply, bias, gate,
-    #: learned_bias, supervise, or one registered by your code.
-    mode: str = "multiply"
-    #: head indices that get the prior; null = all heads.
-    heads: list[int] | None = None
-    #: the mode's options (bias: lam, eps; gate: init; learned_bias: init, eps;
-    #: supervise: weight, power), checked by the mode.
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: gate / learned_bias: the learnable prior parameters' own learning rate (null:
-    #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
-    #: moves at that rate.
-    learning_rate: float | None = None
-    #: training only: knowledge dropout -- probability that a whole matched mention (a run of
-    #: tokens with the same non-neutral row) loses its prior: its rows and columns set to neutral.
-    mention_dropout: float = 0.0
-
-
-@dataclasses.dataclass
 class PriorConfig(PriorSpec):
     """A pipeline's prior setting: a :class:`~priorkit.providers.spec.PriorSpec` (provider, params,
     preset, layout, keys, neutral, stop_words, stop_value, within: what is built, with its
@@ -146,8 +126,9 @@ class PriorConfig(PriorSpec):
     #: shows wrong too often are dropped from the features' and the silver labels' matches,
     #: and the dictionary's quality is printed (docs/calibration.md); null: off.
     calibrate: CalibrateConfig | None = None
-    #: more channels (docs/channels.md): channel name -> its own settings, for channels
-    #: registered with ``priorkit.channels.register_channel``.
+    #: more channels (docs/channels.md): channel name -> its own section, for channels
+    #: registered with ``priorkit.channels.register_channel``; each is checked and filled in as
+    #: the dataclass the channel declares (``Channel.config``), found through the channel registry.
     channels: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: train-section fields for runs with this prior setting (e.g. a learning rate tuned
     #: for it by ``priorkit tune``); runs without a prior keep the file's ``train``.

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from ...errors import CacheError, PriorkitError
 from ..base import CardText, Channel, Context, PredictionWarning, register_channel
+from .config import AttentionConfig
 
 #: seconds to wait for a lock another process holds on the run's cache before computing instead
 CACHE_TIMEOUT = 3.0
@@ -25,6 +26,7 @@ CACHE_TIMEOUT = 3.0
 class AttentionChannel(Channel):
     name = "attention"
     batch_keys = ("prior",)
+    config = AttentionConfig
 
     def __init__(self, builder: Any, settings: Mapping[str, Any] | None = None, learning_rate: float | None = None,
                  *, store: Any = None, pad_value: float = 0.0) -> None:

@@ -14,11 +14,13 @@ from typing import Any, Mapping, Sequence
 
 from ...errors import PriorkitError
 from ..base import CardText, Channel, Context, PredictionWarning, TokenView, register_channel
+from .config import FeatureConfig
 
 @register_channel
 class FeatureChannel(Channel):
     name = "features"
     batch_keys = ("token_features", "token_concepts")
+    config = FeatureConfig
 
     def __init__(self, builder: Any) -> None:
         #: the :class:`~priorkit.channels.features.FeatureBuilder`
@@ -41,7 +43,6 @@ class FeatureChannel(Channel):
     @classmethod
     def restore(cls, description: Mapping[str, Any], context: Context) -> "FeatureChannel":
         from .builder import FeatureBuilder
-        from .config import FeatureConfig
         from ...providers.plugins import get_provider
 
         config = FeatureConfig.from_dict(description["config"])

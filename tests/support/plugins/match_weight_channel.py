@@ -18,8 +18,26 @@ Load it like a user's plug-in: this file in a folder named by ``PRIORKIT_PLUGINS
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import priorkit
 from priorkit.channels import CardText, Channel
+
+
+@dataclasses.dataclass
+class MatchWeightConfig:
+    """The ``prior.channels.match_weight`` section: a pipeline file is checked against these
+    fields (types, defaults, unknown names) with file:line, like every section."""
+
+    #: how many times a matched token's loss counts.
+    weight: float = 2.0
+    #: the provider whose matches are weighed (null: the prior's own, with its params).
+    provider: str | None = None
+    params: dict[str, Any] | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if self.weight > 0 else [("weight", f"must be positive, got {self.weight!r}")]
 
 
 class MatchWeight(Channel):
@@ -27,6 +45,7 @@ class MatchWeight(Channel):
 
     name = "match_weight"
     loss_keys = ("match_weights",)
+    config = MatchWeightConfig
 
     def __init__(self, weight: float, provider: str, params: dict) -> None:
         self.weight, self.provider_name, self.params = float(weight), provider, dict(params)
@@ -34,11 +53,12 @@ class MatchWeight(Channel):
 
     @classmethod
     def from_setting(cls, prior, context):
-        section = cls.section(prior)
+        section = cls.section(prior)  # a MatchWeightConfig
         if section is None:
             return None
-        return cls(section.get("weight", 2.0), section.get("provider", prior.provider),
-                   section.get("params", prior.params if "provider" not in section else {}) or {})
+        if section.provider is None:
+            return cls(section.weight, prior.provider, section.params if section.params is not None else prior.params or {})
+        return cls(section.weight, section.provider, section.params or {})
 
     @classmethod
     def restore(cls, description, context):
