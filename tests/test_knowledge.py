@@ -101,174 +101,6 @@ def test_the_calibrated_provider_leaves_out_the_dropped_forms_and_whole_groups(o
 
 
 # ---- knowledge dropout -------------------------------------------------------------------
-def test_knowledge_dropout_hides_whole_mentions_at_its_rate():
-    from priorkit.channels.features.model import keep_mentions
-
-    f = torch.zeros(1, 10, 4)
-    f[0, 1, 0] = f[0, 2, 1] = f[0, 3, 1] = 1  # mention A: tokens 1-3 (group 0)
-    f[0, 5, 2] = f[0, 6, 3] = 1  # mention B: tokens 5-6 (group 1)
-    f[0, 8, 1] = 1  # an I with no B before it (its start cut off): mention C
-    g = torch.Generator().manual_seed(0)
-    seen = set()
-    for _ in range(400):
-        keep = keep_mentions(f, 0.5, generator=g)[0]
-        assert keep[[0, 4, 7, 9]].all()  # untagged tokens always keep (nothing to hide)
-        for span in ([1, 2, 3], [5, 6], [8]):
-            assert len(set(keep[span].tolist())) == 1  # a mention is kept or dropped whole
-        seen.add(tuple(keep[[1, 5, 8]].tolist()))
-    assert len(seen) == 8  # the three mentions are dropped independently
-    rate = sum(1 - keep_mentions(f, 0.3, generator=g)[0, 1].item() for _ in range(2000)) / 2000
-    assert rate == pytest.approx(0.3, abs=0.04)
-    assert keep_mentions(f, 0.0).all()
-
-
-def _tiny_token_model(tokenizer):
-    """A one-layer random BERT token classifier on the real MiniLM vocabulary, no dropout."""
-    from transformers import BertConfig, BertForTokenClassification
-
-    return BertForTokenClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
-                                                 num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,
-                                                 num_labels=3, hidden_dropout_prob=0.0,
-                                                 attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
-
-
-def test_edge_noise_moves_a_mentions_bounds_by_one_token():
-    import random
-
-    from priorkit.channels.features.model import move_edges
-
-    f = torch.zeros(1, 10, 4)
-    f[0, 2, 0] = f[0, 3, 1] = f[0, 4, 1] = 1  # mention A: tokens 2-4 (group 0)
-    f[0, 7, 2] = 1  # mention B: token 7 alone (group 1)
-    before = f.clone()
-    spans = set()
-    rng = random.Random(0)
-    for _ in range(300):
-        out = move_edges(f, 0.9, rng)
-        assert torch.equal(f, before)  # a copy: the batch's own tensor is left as it is
-        a = out[0, :6, :2]
-        tokens = tuple(int(t) for t in (a.sum(-1) > 0).nonzero().flatten())
-        assert a[tokens[0], 0] == 1 and a[list(tokens[1:]), 0].sum() == 0  # A starts with B, then I only
-        assert out[0, :6, 2:].sum() == 0 and out[0, 8:, :2].sum() == 0  # A stays in its group, B in its own
-        spans.add(tokens)
-        b = tuple(int(t) for t in (out[0, 6:, 2:].sum(-1) > 0).nonzero().flatten() + 6)
-        assert b in ((7,), (6, 7), (7, 8))  # one token alone: never shrunk, moved out by one token at most
-    # A as it is, its first or last token out, the token before or after in: every change, and only these
-    assert spans == {(2, 3, 4), (3, 4), (2, 3), (1, 2, 3, 4), (2, 3, 4, 5)}
-    assert torch.equal(move_edges(f, 0.0, rng), f)
-    # position 0 (the special token) never gains a tag
-    g = torch.zeros(1, 4, 2)
-    g[0, 1, 0] = 1
-    assert all(move_edges(g, 0.99, rng)[0, 0].sum() == 0 for _ in range(100))
-
-
-def test_edge_noise_acts_in_training_only_and_is_checked(minilm_tokenizer):
-    from priorkit.channels.features.config import FeatureConfig
-    from priorkit.channels.features.model import attach_features
-
-    model = _tiny_token_model(minilm_tokenizer)
-    module = attach_features(model, 2, dropout=0.0, edge_noise=0.9)
-    torch.nn.init.normal_(module.proj.weight)
-    ids = torch.tensor([[101, 2000, 2001, 2002, 2003, 102]])
-    f = torch.zeros(1, 6, 2)
-    f[0, 2, 0] = f[0, 3, 1] = 1
-    model.eval()
-    with torch.no_grad():
-        full = model(input_ids=ids, token_features=f).logits
-        assert torch.equal(full, model(input_ids=ids, token_features=f).logits)  # eval: the dictionary's bounds
-        model.train()
-        outs = [model(input_ids=ids, token_features=f).logits for _ in range(20)]
-    assert any(not torch.allclose(o, full, atol=1e-6) for o in outs)
-    for bad in (1.0, -0.1, True):
-        assert [k for k, _ in FeatureConfig(edge_noise=bad).problems()] == ["edge_noise"]
-    assert FeatureConfig(edge_noise=0.3).problems() == []
-
-
-def test_knowledge_dropout_acts_in_training_only(minilm_tokenizer):
-    from priorkit.channels.features.model import attach_features
-
-    model = _tiny_token_model(minilm_tokenizer)
-    module = attach_features(model, 4, dropout=0.0, mention_dropout=0.5)
-    torch.nn.init.normal_(module.proj.weight)
-    ids = torch.tensor([[101, 2000, 2001, 2002, 102]])
-    f = torch.zeros(1, 5, 4)
-    f[0, 1, 0] = f[0, 2, 1] = 1
-    model.eval()
-    with torch.no_grad():
-        bare = model(input_ids=ids).logits
-        full = model(input_ids=ids, token_features=f).logits
-        assert torch.equal(full, model(input_ids=ids, token_features=f).logits)  # eval: never dropped
-        model.train()
-        torch.manual_seed(1)
-        outs = [model(input_ids=ids, token_features=f).logits for _ in range(16)]
-    assert any(torch.allclose(o, bare, atol=1e-6) for o in outs)  # the mention hidden whole
-    assert any(torch.allclose(o, full, atol=1e-6) for o in outs)  # or kept whole
-    assert all(torch.allclose(o, bare, atol=1e-6) or torch.allclose(o, full, atol=1e-6) for o in outs)
-
-
-def test_knowledge_dropout_of_the_attention_prior_hides_whole_mentions(minilm_tokenizer, ontology):
-    from priorkit.channels.attention.channel import drop_mentions
-
-    from priorkit.providers.spec import PriorSpec
-
-    spec = PriorSpec(provider="ontology", params=CONCEPT, layout="full", keys="strip", neutral=0.5, within="known")
-    builder = priorkit.PriorBuilder.from_spec(spec, minilm_tokenizer, provider=ontology)
-    words = "cocaine induced severe hypotension in rats".split()
-    batch = builder.build_batch([" ".join(words), "no match here at all"])
-    P, mask = batch["prior"], batch["attention_mask"]
-    known = (P > 0.5).any(-1) & mask.bool()  # tokens the concept prior relates to something
-    assert known[0].sum() >= 2 and not known[1].any()  # the real matcher's mentions in sentence 0 only
-    g = torch.Generator().manual_seed(0)
-    kept_all = dropped_all = False
-    for _ in range(60):
-        out = drop_mentions(P, 0.5, 0.5, mask, generator=g)
-        assert torch.equal(out[1], P[1])  # nothing known: nothing hidden
-        assert torch.equal(out[P <= 0.5], P[P <= 0.5])  # stop-word and padding cells untouched
-        hidden = known[0] & ~(out[0] > 0.5).any(-1)  # a known token whose knowledge is gone
-        kept_all |= bool(torch.equal(out, P))
-        dropped_all |= bool(hidden[known[0]].all())
-        idx = known[0].nonzero().flatten().tolist()
-        for a, b in zip(idx, idx[1:]):  # neighbours with the same row are one mention: together
-            if b == a + 1 and torch.equal(P[0, a], P[0, b]):
-                assert hidden[a] == hidden[b]
-    assert kept_all and dropped_all
-    assert torch.equal(drop_mentions(P, 0.5, 0.0, mask), P)
-
-
-def test_outside_weight_weighs_the_entity_words_without_a_match(minilm_tokenizer, ontology):
-    from types import SimpleNamespace
-
-    from priorkit.channels.features.channel import FeatureChannel
-    from priorkit.channels.features.builder import FeatureBuilder
-    from priorkit.channels.features.config import FeatureConfig
-
-    # "cocaine" and "hypotension" are dictionary matches; "PAN" (an abbreviation it lacks) is not
-    words = "cocaine induced severe hypotension and PAN toxicity".split()
-    tags = "B-Chemical O O B-Disease O B-Chemical O".split()
-    label2id = {"O": 0, "B-Chemical": 1, "I-Chemical": 2, "B-Disease": 3, "I-Disease": 4}
-    model = SimpleNamespace(config=SimpleNamespace(label2id=label2id))
-    channel = FeatureChannel(FeatureBuilder(ontology, FeatureConfig(outside_weight=3.0), minilm_tokenizer, 64))
-    enc = channel.builder.encode([words])
-    wid = enc.word_ids(0)
-    labels = torch.tensor([[-100 if w is None or (t and wid[t - 1] == w) else label2id[tags[w]]
-                            for t, w in enumerate(wid)]])
-    batch = {"labels": labels, "token_features": enc["token_features"]}
-    w = channel.token_loss_weights(model, batch)
-    matched = enc["token_features"][0].abs().sum(-1) > 0
-    first = {wid[t]: t for t in range(len(wid) - 1, -1, -1) if wid[t] is not None}
-    assert matched[first[0]] and matched[first[3]] and not matched[first[5]]  # the real matcher's view
-    assert w.shape == labels.shape
-    assert w[0, first[5]].item() == 3.0  # the entity the dictionary misses
-    assert (w[0, [t for t in range(len(wid)) if t != first[5]]] == 1.0).all()  # matched entities, O words
-    default = FeatureChannel(FeatureBuilder(ontology, FeatureConfig(), minilm_tokenizer, 64))
-    assert default.token_loss_weights(model, batch) is None  # 1: the stock loss
-    with pytest.raises(PriorkitError, match="'O' tag"):
-        channel.token_loss_weights(SimpleNamespace(config=SimpleNamespace(label2id={"LABEL_0": 0})), batch)
-    for bad in (0.0, -1.0, True, 1000.0):
-        assert [f for f, _ in FeatureConfig(outside_weight=bad).problems()] == ["outside_weight"]
-
-
-# ---- the teacher's labels ----------------------------------------------------------------
 def test_confident_tags_keep_a_whole_entity_only_when_every_word_is_sure():
     from priorkit.supervision.silver.teacher import confident_tags
 
@@ -294,10 +126,6 @@ def test_merge_rules_of_teacher_and_dictionary():
     # dictionary first: its entities stay (over the teacher's); the teacher's where they overlap none
     assert merge_labels(teacher, dictionary, "dictionary-first") == \
         "B-Disease ? B-Chemical I-Chemical ? B-Chemical".split()
-    # teacher veto: a dictionary entity only where every word is unknown to the teacher (the
-    # chemical at words 2-3 touches the teacher's confident O at word 3: vetoed, left as it was)
-    assert merge_labels(teacher, dictionary, "teacher-veto") == \
-        "B-Disease I-Disease ? O ? B-Chemical".split()
 
 
 # ---- data and config ----------------------------------------------------------------------
@@ -330,13 +158,20 @@ def test_entity_types_keep_only_the_named_types_in_every_split(tmp_path):
 
 @pytest.mark.parametrize("field, value, message", [
     ("calibrate", {"threshold": 1.5}, "prior.calibrate.threshold: must lie in"),
-    ("features", {"outside_weight": 0}, "prior.features.outside_weight: must lie in (0, 100]"),
     ("silver", {"teacher": {"threshold": 0}}, "prior.silver.teacher.threshold: must lie in"),
     ("silver", {"teacher": {"rounds": 4}}, "prior.silver.teacher.rounds: must be 1, 2 or 3"),
-    ("silver", {"teacher": {"entity_threshold": 1.2}}, "prior.silver.teacher.entity_threshold: must lie in"),
     ("silver", {"weight": -1}, "prior.silver.weight: must be positive or auto"),
     ("calibrate", {"branches": "yes"}, "prior.calibrate.branches: expected true or false, got 'yes'"),
-    ("silver", {"teacher": {"merge": "veto"}}, "prior.silver.teacher.merge: expected one of 'teacher-first', 'dictionary-first', 'teacher-veto'"),
+    ("silver", {"teacher": {"merge": "veto"}}, "prior.silver.teacher.merge: expected one of 'teacher-first', 'dictionary-first', got 'veto'"),
+    # removed in issue 47 (priorkit/config/removed.py): one line naming the field and that it was removed
+    ("features", {"outside_weight": 3.0}, "prior.features.outside_weight: was removed: the loss weight"),
+    ("features", {"edge_noise": 0.3}, "prior.features.edge_noise: was removed: moving a mention's bounds"),
+    ("features", {"mention_dropout": 0.3}, "prior.features.mention_dropout: was removed: knowledge dropout"),
+    ("attention", {"mention_dropout": 0.3}, "prior.attention.mention_dropout: was removed: knowledge dropout"),
+    ("features", {"seed": 1}, "prior.features.seed: was removed: it was the seed of features.control"),
+    ("silver", {"teacher": {"entity_threshold": 0.5}}, "prior.silver.teacher.entity_threshold: was removed"),
+    ("silver", {"teacher": {"merge": "teacher-veto"}},
+     "prior.silver.teacher.merge: 'teacher-veto' was removed: the teacher-veto merge was tried in one experiment"),
     ("silver", {"teacher": {"prior": {"features": {"learning_rate": -1}}}},
      "prior.silver.teacher.prior.features.learning_rate: must be positive"),
     ("silver", {"teacher": {"prior": {"silver": None}}}, "prior.silver.teacher.prior: must not set silver"),
@@ -365,6 +200,8 @@ def test_a_teacher_of_another_task_is_refused_with_its_folder(tmp_path, tiny_ber
         teacher.check_labels(["O", "B-Disease", "I-Disease"], "p.yaml:3")
     with pytest.raises(PriorkitError, match=r"teacher threshold must lie in \(0, 1\]"):
         TeacherLabeller(Predictor(), tmp_path, 1.5)
+    with pytest.raises(PriorkitError, match="teacher merge 'teacher-veto' is not one of teacher-first, dictionary-first"):
+        TeacherLabeller(Predictor(), tmp_path, 0.9, merge="teacher-veto")
 
 
 def test_the_teacher_setting_replaces_fields_of_the_run_setting(tmp_path):
@@ -378,11 +215,11 @@ def test_the_teacher_setting_replaces_fields_of_the_run_setting(tmp_path):
     cfg = config_from_dict(raw)
     same = teacher_prior(cfg.prior, ("prior",), cfg)  # no teacher.prior: the run's setting, without silver
     assert same == dataclasses.replace(cfg.prior, silver=None) and same.calibrate is not None
-    raw["prior"]["silver"] = {"teacher": {"prior": {"features": {"mention_dropout": 0.5}}}}
+    raw["prior"]["silver"] = {"teacher": {"prior": {"features": {"dropout": 0.5}}}}
     cfg = config_from_dict(raw)
     other = teacher_prior(cfg.prior, ("prior",), cfg)
-    assert other.features.mention_dropout == 0.5 and other.silver is None and other.calibrate == cfg.prior.calibrate
-    assert cfg.prior.features.mention_dropout != 0.5  # the student's setting is untouched
+    assert other.features.dropout == 0.5 and other.silver is None and other.calibrate == cfg.prior.calibrate
+    assert cfg.prior.features.dropout != 0.5  # the student's setting is untouched
     raw["prior"]["silver"] = {"teacher": {"prior": {"features": None}}}
     cfg = config_from_dict(raw)  # calibration goes with the features: no channel left, no knowledge
     assert cfg.prior.calibrate is not None and teacher_prior(cfg.prior, ("prior",), cfg) is None
@@ -397,7 +234,7 @@ def test_self_training_calibrates_trains_a_teacher_labels_and_trains_a_student(t
 
     raw = _raw(tmp_path)
     raw["model"] = {"name_or_path": str(tiny_bert_dir), "max_length": 48}
-    raw["prior"]["features"]["mention_dropout"] = 0.3
+    raw["prior"]["features"]["dropout"] = 0.3
     raw["prior"]["calibrate"] = {"threshold": 0.8}  # high enough that 30 sentences drop something
     raw["prior"]["silver"] = {"teacher": {"threshold": 0.3, "rounds": 2}, "unmatched_weight": 0.5,
                               "types": {"mesh:C": "Disease", "hpo": "Disease"}}
@@ -516,15 +353,15 @@ def test_blind_spots_name_the_arms_below_the_baseline_outside_the_dictionary():
     assert "| 90.00 | 10.00 | 20.00 | 50.00 | 40.00 |" in table
     # the dictionary predicts nothing beyond itself: no precision there to give
     assert f"| {DICTIONARY_ROW} | 0.1 | - | 70.00 | 70.00 | 70.00 | 90.00 | 0.00 | 20.00 | 50.00 | - |" in table
-    # with the split, the line says which part is lost and which setting works on it
+    # with the split, the line says which part is lost
     bounds = [{**r, "recall_boundary": 20.0 if r["prior"] == "st-branch" else 45.0, "recall_unseen": 48.0}
               for r in rows]
     line = blind_spots(bounds, "none")[0]
     assert "other bounds: 20.0% against 45.0%; entities no match touches: 48.0% against 48.0%" in line
-    assert "the larger drop is the former: it copies the dictionary's bounds (features.edge_noise)" in line
+    assert "the larger drop is the former: it copies the dictionary's bounds); see" in line, line
     unseen = [{**r, "recall_boundary": 45.0, "recall_unseen": 30.0 if r["prior"] == "st-branch" else 48.0}
               for r in rows]
-    assert "(features.outside_weight)" in blind_spots(unseen, "none")[0]
+    assert "the latter: it has learned 'no match, no entity'); see" in blind_spots(unseen, "none")[0]
     assert "larger drop" not in lines[0]  # rows written before the split: the line as before
     assert "are right" not in lines[0]
     # with the precision of the finds beyond the dictionary: the line gives both arms' and, when the

@@ -204,6 +204,9 @@ def _convert(value: Any, tp: Any, path: tuple, loc: dict, source: str) -> Any:
         choices = typing.get_args(tp)
         if value in choices:
             return value
+        gone = removed(path, value) if isinstance(value, str) else None
+        if gone is not None:
+            raise _fail(path, loc, source, f"{value!r} was removed: {gone}")
         near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise _fail(path, loc, source, f"expected one of {', '.join(map(repr, choices))}, got {value!r}{hint}")

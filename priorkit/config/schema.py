@@ -241,6 +241,17 @@ class PosthocConfig:
 
 
 @dataclasses.dataclass
+class DictionaryConfig:
+    """``sweep.dictionary``: a provider with concept matches and its type map."""
+
+    #: the provider whose concept matches are the dictionary (one with matches, e.g. ontology).
+    provider: str = "ontology"
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: match group -> entity type, in priority order; null: the pipeline's task.dictionary_types.
+    types: dict[str, str] | None = None
+
+
+@dataclasses.dataclass
 class SweepConfig:
     fractions: list[float] = dataclasses.field(default_factory=lambda: [1.0])
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
@@ -262,10 +273,10 @@ class SweepConfig:
     posthoc: dict[str, PosthocConfig] = dataclasses.field(default_factory=dict)
     #: which evaluated split the table reports ("eval" or "test").
     split: Literal["eval", "test"] = "eval"
-    #: token classification: the dictionary the report measures recall inside and outside of
-    #: ({provider, params, types}; ``of``/``merge`` unused); null: the file prior's provider when
-    #: it has concept matches (docs/pipelines.md, "Inside and outside the dictionary").
-    dictionary: PosthocConfig | None = None
+    #: token classification: the dictionary the report measures recall inside and outside of;
+    #: null: the file prior's provider when it has concept matches (docs/pipelines.md, "Inside and
+    #: outside the dictionary").
+    dictionary: DictionaryConfig | None = None
     plot: bool = True
 
 

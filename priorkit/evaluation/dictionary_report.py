@@ -31,8 +31,9 @@ def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
     """The sweep's dictionary (None: none to report against)."""
     if cfg.task.type != "token-classification":
         return None
-    if cfg.sweep.dictionary is not None:
-        return cfg.sweep.dictionary
+    if cfg.sweep.dictionary is not None:  # a DictionaryConfig: read as an arm's dictionary
+        d = cfg.sweep.dictionary
+        return PosthocConfig(provider=d.provider, params=dict(d.params), types=d.types)
     prior = cfg.prior
     if prior is None or prior.provider is None:
         return None
@@ -167,9 +168,8 @@ def blind_spots(rows: Sequence[dict[str, Any]], baseline: str | None,
 
 def _which_part(arm: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]], seeds: Sequence[Any]) -> str:
     """The blind line's clause on which part of "outside" is lost: the entities a match overlaps
-    with other bounds (the model copies the dictionary's bounds: ``features.edge_noise``) or those
-    no match touches ("no match, no entity": ``features.outside_weight``); empty for rows written
-    before the split."""
+    with other bounds (the model copies the dictionary's bounds) or those no match touches ("no
+    match, no entity"); empty for rows written before the split."""
     keys = ("recall_boundary", "recall_unseen")
     if any(k not in r for k in keys for r in [*(arm[s] for s in seeds), *(base[s] for s in seeds)]):
         return ""
@@ -177,8 +177,8 @@ def _which_part(arm: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]],
             for who, rows in (("arm", arm), ("base", base)) for k in keys}
     drop = {k: mean[("base", k)] - mean[("arm", k)] for k in keys}
     worst = max(keys, key=lambda k: drop[k])
-    knob = ("the former: it copies the dictionary's bounds (features.edge_noise)" if worst == "recall_boundary"
-            else "the latter: it has learned 'no match, no entity' (features.outside_weight)")
+    knob = ("the former: it copies the dictionary's bounds" if worst == "recall_boundary"
+            else "the latter: it has learned 'no match, no entity'")
     return (f" (entities a match overlaps with other bounds: {mean[('arm', keys[0])]:.1f}% against "
             f"{mean[('base', keys[0])]:.1f}%; entities no match touches: {mean[('arm', keys[1])]:.1f}% against "
             f"{mean[('base', keys[1])]:.1f}%; the larger drop is {knob})")

@@ -89,8 +89,9 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         d.pop("silver", None)
     if d.get("calibrate") is None:  # absent before calibration: old keys hold
         d.pop("calibrate", None)
-    for section, defaults in (("features", {"mention_dropout": 0.0, "outside_weight": 1.0, "edge_noise": 0.0}), ("attention", {"mention_dropout": 0.0}),
-                              ("silver", {"unmatched_weight": None, "teacher": None})):
+    if isinstance(d.get("features"), dict):  # removed in issue 47 (config/removed.py); every key held them so
+        d["features"].update(control=None, seed=0)
+    for section, defaults in (("silver", {"unmatched_weight": None, "teacher": None}),):
         for field, default in defaults.items():  # fields added later: old keys hold at their defaults
             if isinstance(d.get(section), dict) and d[section].get(field, default) == default:
                 d[section].pop(field, None)
@@ -99,6 +100,8 @@ def prior_identity(prior: PriorConfig | None) -> Any:
         if isinstance(teacher, dict) and teacher.get(field, default) == default:  # (issue 48): old keys hold
             teacher.pop(field, None)
     teacher = d["silver"].get("teacher") if isinstance(d.get("silver"), dict) else None
+    if isinstance(teacher, dict):  # teacher.entity_threshold, removed in issue 47: every key held it so
+        teacher["entity_threshold"] = None
     if isinstance(teacher, dict):  # where the teacher labels, never what: not in the key
         for field in ("engine", "workers", "scheduler"):
             teacher.pop(field, None)

@@ -103,8 +103,7 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
 
         folder = teacher if teacher is not None else Path(config.teacher.model).expanduser()
         t = config.teacher
-        labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller,
-                                   t.merge, entity_threshold=t.entity_threshold)
+        labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller, t.merge)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
     if config.teacher is not None and config.teacher.engine != "local":  # the teacher's labels on Dask workers

@@ -3,7 +3,7 @@
 :mod:`priorkit.attention`, usable without a channel."""
 from __future__ import annotations
 
-from .channel import AttentionChannel, builder_from_info, drop_mentions, setting_builder
+from .channel import AttentionChannel, builder_from_info, setting_builder
 from .config import AttentionConfig
 
-__all__ = ["AttentionChannel", "AttentionConfig", "setting_builder", "builder_from_info", "drop_mentions"]
+__all__ = ["AttentionChannel", "AttentionConfig", "setting_builder", "builder_from_info"]

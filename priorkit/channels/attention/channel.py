@@ -58,7 +58,6 @@ class AttentionChannel(Channel):
         # aligning or look-ups again; see priorkit/aligned_store.py)
         channel = cls(builder, {"layers": a.layers, "mode": a.mode, "heads": a.heads, "options": dict(a.options)},
                       a.learning_rate, store=True)
-        channel.mention_dropout = float(getattr(a, "mention_dropout", 0.0) or 0.0)
         return channel
 
     @classmethod
@@ -100,24 +99,10 @@ class AttentionChannel(Channel):
         saved = dict(model.config.priorkit)
         saved.pop("format", None)
         self.settings = saved  # as applied: indices normalised, the mode's defaults filled in
-        if getattr(self, "mention_dropout", 0.0) > 0 and self.builder is not None:  # training only
-            p, neutral = self.mention_dropout, float(self.builder.neutral)
-
-            def hide(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-                prior = kwargs.get("prior")
-                if module.training and prior is not None:
-                    kwargs["prior"] = drop_mentions(prior, neutral, p, kwargs.get("attention_mask"))
-                return args, kwargs
-
-            self._dropout_hook = model.register_forward_pre_hook(hide, with_kwargs=True, prepend=True)
 
     def detach(self, model: Any) -> None:
         from ...attention import disable_prior_attention
 
-        hook = getattr(self, "_dropout_hook", None)
-        if hook is not None:
-            hook.remove()
-            self._dropout_hook = None
         disable_prior_attention(model)
 
     def parameters(self, model: Any) -> list[Any]:
@@ -154,28 +139,6 @@ class AttentionChannel(Channel):
                         use="rebuilds the same priors from `priorkit.json` and switches prior attention back on",
                         lost="the prior attention",
                         tags=["prior-guided-attention", f"prior-{prior['provider']}"])
-
-
-def drop_mentions(prior: Any, neutral: float, p: float, attention_mask: Any = None, generator: Any = None) -> Any:
-    """Knowledge dropout of an attention prior (B, L, L): each matched mention -- a run of
-    tokens whose rows are equal and hold a value above ``neutral`` -- loses its knowledge with
-    probability ``p``: the cells above ``neutral`` in its rows and columns become ``neutral``
-    (stop-word and padding cells, below it, stay as they are)."""
-    import torch
-
-    known = (prior > neutral).any(-1)
-    if attention_mask is not None:
-        known = known & attention_mask.bool()
-    same = torch.zeros_like(known)
-    same[:, 1:] = (prior[:, 1:] == prior[:, :-1]).all(-1) & known[:, 1:] & known[:, :-1]
-    mention = torch.cumsum((known & ~same).long(), dim=-1)
-    B, L = known.shape
-    drop = torch.rand((B, L + 1), device=prior.device, generator=generator) < p
-    hide = known & torch.gather(drop, 1, mention)
-    if not hide.any():
-        return prior
-    cells = (hide[:, :, None] | hide[:, None, :]) & (prior > neutral)
-    return torch.where(cells, torch.full_like(prior, neutral), prior)
 
 
 def setting_builder(prior: Any, tokenizer: Any, max_length: int | None, cache: str | None = None) -> Any:

@@ -25,6 +25,3 @@ class AttentionConfig:
     #: train.learning_rate).  A gate next to pretrained weights tuned at 5e-5 barely
     #: moves at that rate.
     learning_rate: float | None = None
-    #: training only: knowledge dropout -- probability that a whole matched mention (a run of
-    #: tokens with the same non-neutral row) loses its prior: its rows and columns set to neutral.
-    mention_dropout: float = 0.0

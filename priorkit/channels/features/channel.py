@@ -110,15 +110,6 @@ class FeatureChannel(Channel):
 
         return feature_parameters(model)
 
-    # ---- the loss -------------------------------------------------------------------
-    def token_loss_weights(self, model: Any, batch: Mapping[str, Any]) -> Any:
-        """``features.outside_weight`` on the labelled entity words that carry no match (no B/I
-        feature on their token), 1 elsewhere; None when it is 1 (the stock loss)."""
-        w = float(self.builder.config.outside_weight)
-        if w == 1.0 or "labels" not in batch or "token_features" not in batch:
-            return None
-        return outside_weights(batch["labels"], batch["token_features"], _o_id(model), w)
-
     # ---- describing it ---------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         b = self.builder
@@ -164,25 +155,3 @@ def summary(description: Mapping[str, Any]) -> dict[str, Any]:
         # the control provider moves the matches to random spans (older folders: features.control)
         "control": "random-spans" if provider.get("name") == "random-spans" else config.get("control"),
     }
-
-
-def _o_id(model: Any) -> int:
-    """The id of the ``O`` tag in ``model``'s labels (token classification)."""
-    label2id = getattr(getattr(model, "config", None), "label2id", None) or {}
-    if "O" not in label2id:
-        raise PriorkitError(f"features.outside_weight needs a BIO tag set with an 'O' tag; the model's labels "
-                            f"are {sorted(label2id) or 'unknown'}; leave outside_weight at 1 for this task")
-    return int(label2id["O"])
-
-
-def outside_weights(labels: Any, token_features: Any, o_id: int, weight: float) -> Any:
-    """(B, L) loss weights: ``weight`` where a token is labelled with an entity tag (not ``O``,
-    not -100) and has no match feature (every column of ``token_features`` (B, L, F) zero), 1
-    elsewhere."""
-    import torch
-
-    matched = token_features.abs().sum(-1) > 0
-    entity = (labels != o_id) & (labels != -100)
-    out = torch.ones(labels.shape, dtype=torch.float32, device=labels.device)
-    out[entity & ~matched.to(labels.device)] = weight
-    return out

@@ -9,6 +9,10 @@ import dataclasses
 from typing import Any, Literal
 
 GATES = ("token", "scalar")
+#: fields a model folder may still hold from before their removal (issue 47; config/removed.py):
+#: training-only options and the old control's spelling, none of which changes a trained model's
+#: predictions, with the values their train keys had (training/plan.py keeps the keys)
+REMOVED = {"mention_dropout": 0.0, "outside_weight": 1.0, "edge_noise": 0.0, "control": None, "seed": 0}
 
 
 @dataclasses.dataclass
@@ -23,27 +27,11 @@ class FeatureConfig:
     concept_buckets: int = 0
     #: training only: probability that a token's features are all dropped (word-level feature dropout).
     dropout: float = 0.1
-    #: training only: knowledge dropout -- probability that a whole matched mention loses its
-    #: features (all its tokens together), so that the model must also read the context.
-    mention_dropout: float = 0.0
-    #: training only: the loss weight of the labelled entity words (any tag but ``O``) that carry no
-    #: match, against 1 for every other word; above 1 tells the model that an entity without a
-    #: dictionary match is still an entity (the shortcut "no match, no entity" costs more).
-    outside_weight: float = 1.0
-    #: training only: probability that a matched mention's bounds move by one token (its first or
-    #: last token loses the features, or the token before or after gains them), so that the model
-    #: reads an entity's bounds from the words rather than copying the dictionary's.
-    edge_noise: float = 0.0
     #: "token": a sigmoid gate per token computed from its embedding (GEMNET-style); "scalar": one
     #: learnable gate for all tokens.
     gate: Literal["token", "scalar"] = "token"
     #: the gate's initial logit (0: sigmoid 0.5); the projection starts at zero either way.
     gate_init: float = 0.0
-    #: removed: the control arm is the ``random-spans`` provider now (docs/providers/controls.md);
-    #: kept only to name the new spelling when a file still sets it (and so that the train keys
-    #: of feature runs made before stay the same, with ``seed``).
-    control: str | None = None
-    seed: int = 0
     #: the feature parameters' own learning rate (null: train.learning_rate).
     learning_rate: float | None = None
 
@@ -59,7 +47,10 @@ class FeatureConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FeatureConfig":
+        """A config as :meth:`to_dict` wrote it; the training-only fields a model folder made before
+        their removal holds (:data:`REMOVED`) are dropped: a trained model predicts without them."""
         known = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in data.items() if k not in REMOVED}
         unknown = sorted(set(data) - known)
         if unknown:
             from ...errors import PriorkitError
@@ -74,20 +65,8 @@ class FeatureConfig:
             out.append(("concept_buckets", f"must be a whole number >= 0 (0: off), got {self.concept_buckets!r}"))
         if not 0.0 <= self.dropout < 1.0:
             out.append(("dropout", f"must lie in [0, 1), got {self.dropout!r}"))
-        if isinstance(self.mention_dropout, bool) or not 0.0 <= self.mention_dropout < 1.0:
-            out.append(("mention_dropout", f"must lie in [0, 1), got {self.mention_dropout!r}"))
-        if isinstance(self.edge_noise, bool) or not isinstance(self.edge_noise, (int, float)) \
-                or not 0.0 <= self.edge_noise < 1.0:
-            out.append(("edge_noise", f"must lie in [0, 1) (0: off), got {self.edge_noise!r}"))
-        if isinstance(self.outside_weight, bool) or not isinstance(self.outside_weight, (int, float)) \
-                or not 0.0 < self.outside_weight <= 100.0:
-            out.append(("outside_weight", f"must lie in (0, 100] (1: off), got {self.outside_weight!r}"))
         if self.gate not in GATES:
             out.append(("gate", f"must be one of {', '.join(GATES)}, got {self.gate!r}"))
-        if self.control is not None:
-            out.append(("control", f"{self.control!r}: features.control was removed; controls are providers "
-                        "now: write features: {provider: random-spans, params: {provider: ontology, "
-                        "params: {...}, seed: 0}} (docs/providers/controls.md)"))
         if self.learning_rate is not None and self.learning_rate <= 0:
             out.append(("learning_rate", f"must be positive, got {self.learning_rate!r}"))
         if self.groups is not None and not self.groups:

@@ -12,7 +12,6 @@ step.  ``model(**batch)`` without ``token_features`` also computes the stock out
 """
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import torch
@@ -27,11 +26,9 @@ class TokenFeatureInput(nn.Module):
     """``e + gate(e) * (W f + sum_k E[c_k])`` with feature dropout in training."""
 
     def __init__(self, n_features: int, hidden: int, *, concept_buckets: int = 0, dropout: float = 0.1,
-                 gate: str = "token", gate_init: float = 0.0, mention_dropout: float = 0.0,
-                 edge_noise: float = 0.0) -> None:
+                 gate: str = "token", gate_init: float = 0.0) -> None:
         super().__init__()
         self.n_features, self.hidden, self.dropout, self.gate_kind = n_features, hidden, dropout, gate
-        self.mention_dropout, self.edge_noise = mention_dropout, edge_noise
         self.proj = nn.Linear(n_features, hidden, bias=False)
         nn.init.zeros_(self.proj.weight)
         self.concepts = nn.Embedding(concept_buckets + 1, hidden, padding_idx=0) if concept_buckets else None
@@ -57,13 +54,8 @@ class TokenFeatureInput(nn.Module):
         weight = self.proj.weight
         f = features.to(device=weight.device, dtype=weight.dtype)
         keep = None
-        if self.training and self.edge_noise > 0:  # a mention's bounds moved by a token
-            f = move_edges(f, self.edge_noise)
         if self.training and self.dropout > 0:  # whole tokens lose their features, as a missed match
             keep = (torch.rand(f.shape[:2], device=f.device) >= self.dropout).to(f.dtype)
-        if self.training and self.mention_dropout > 0:  # whole mentions, as a word the dictionary lacks
-            kept = keep_mentions(f, self.mention_dropout).to(f.dtype)
-            keep = kept if keep is None else keep * kept
         if keep is not None:
             f = f * keep.unsqueeze(-1)
         added = self.proj(f)
@@ -77,57 +69,6 @@ class TokenFeatureInput(nn.Module):
         else:
             gate = torch.sigmoid(self.gate_logit)
         return embeddings + (gate * added).to(embeddings.dtype)
-
-
-def move_edges(features: torch.Tensor, p: float, rng: Any = None) -> torch.Tensor:
-    """``features`` (B, L, 2G B/I tags) with each mention's bounds moved by one token with
-    probability ``p`` (a copy; the input is left as it is).
-
-    A mention starts at a token with a B tag and runs over the following tagged tokens without
-    one (:func:`keep_mentions`' reading).  A moved mention gets one of four changes, drawn
-    evenly: its first token loses its tags (the next one becomes B), its last token loses its
-    tags (these two only when the mention has two tokens or more), the untagged token before it
-    becomes B and its old first token I (not at position 0, the special token), or the untagged
-    token after it becomes I.  A change that does not apply leaves the mention as it is.  The
-    draws come from ``rng`` (default: Python's ``random``, which the trainer seeds)."""
-    rng = rng or random
-    f = features.clone()
-    B, L, _ = f.shape
-    tagged = (f.abs().sum(-1) > 0).tolist()
-    first = f[..., 0::2] > 0
-    for b, s in first.any(-1).nonzero().tolist():
-        if rng.random() >= p:
-            continue
-        e = s + 1
-        while e < L and tagged[b][e] and not first[b, e].any():
-            e += 1
-        g = first[b, s].nonzero().flatten()  # the mention's groups
-        change = rng.randrange(4)
-        if change == 0 and e - s > 1:  # the first token out
-            f[b, s] = 0
-            f[b, s + 1, 2 * g], f[b, s + 1, 2 * g + 1] = 1.0, 0.0
-        elif change == 1 and e - s > 1:  # the last token out
-            f[b, e - 1] = 0
-        elif change == 2 and s > 1 and not tagged[b][s - 1]:  # the token before in
-            f[b, s - 1, 2 * g] = 1.0
-            f[b, s, 2 * g], f[b, s, 2 * g + 1] = 0.0, 1.0
-        elif change == 3 and e < L and not tagged[b][e]:  # the token after in
-            f[b, e, 2 * g + 1] = 1.0
-    return f
-
-
-def keep_mentions(features: torch.Tensor, p: float, generator: torch.Generator | None = None) -> torch.Tensor:
-    """(B, L) bool: False on every token of the mentions dropped, each with probability ``p``.
-
-    ``features`` is (B, L, 2G) B/I tags (column ``2g`` B of group ``g``).  A mention starts at
-    a token with any B tag and runs over the following tokens that carry a tag; each mention
-    of a sentence is kept or dropped as a whole (all its groups together)."""
-    tagged = features.abs().sum(-1) > 0
-    starts = (features[..., 0::2] > 0).any(-1) | (tagged & ~torch.nn.functional.pad(tagged, (1, 0))[:, :-1])
-    mention = torch.cumsum(starts.long(), dim=-1)  # (B, L): 1.. per mention, 0 before the first
-    B, L = mention.shape
-    drop = torch.rand((B, L + 1), device=features.device, generator=generator) < p
-    return ~(tagged & torch.gather(drop, 1, mention))
 
 
 def _pre_hook(model: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -148,8 +89,7 @@ def _embedding_hook(module: nn.Module, args: tuple, output: torch.Tensor) -> tor
 
 
 def attach_features(model: nn.Module, n_features: int, *, concept_buckets: int = 0, dropout: float = 0.1,
-                    gate: str = "token", gate_init: float = 0.0, mention_dropout: float = 0.0,
-                    edge_noise: float = 0.0) -> TokenFeatureInput:
+                    gate: str = "token", gate_init: float = 0.0) -> TokenFeatureInput:
     """Give ``model`` a token-feature input (see the module doc); returns the new module."""
     if hasattr(model, ATTR):
         raise PriorkitError(f"{type(model).__name__} already has token features; "
@@ -157,8 +97,7 @@ def attach_features(model: nn.Module, n_features: int, *, concept_buckets: int =
     embeddings = model.get_input_embeddings()
     ref = embeddings.weight
     module = TokenFeatureInput(n_features, ref.shape[1], concept_buckets=concept_buckets, dropout=dropout,
-                               gate=gate, gate_init=gate_init, mention_dropout=mention_dropout,
-                               edge_noise=edge_noise).to(device=ref.device)
+                               gate=gate, gate_init=gate_init).to(device=ref.device)
     model.add_module(ATTR, module)
     embeddings.__dict__["_priorkit_owner"] = module  # not a submodule: no second copy in the state dict
     module.__dict__["_handles"] = (model.register_forward_pre_hook(_pre_hook, with_kwargs=True),
@@ -171,8 +110,7 @@ def attach_for(model: nn.Module, builder: Any) -> TokenFeatureInput:
     """Attach the feature input ``builder``'s config describes to ``model``."""
     s = builder.config
     return attach_features(model, builder.n_features, concept_buckets=s.concept_buckets, dropout=s.dropout,
-                           gate=s.gate, gate_init=s.gate_init, mention_dropout=s.mention_dropout,
-                           edge_noise=s.edge_noise)
+                           gate=s.gate, gate_init=s.gate_init)
 
 
 def feature_module(model: nn.Module) -> TokenFeatureInput | None:

@@ -9,7 +9,7 @@ from typing import Any, Literal, Union
 
 RECIPES = ("mix", "then-gold")
 UNMATCHED = ("O", "ignore")
-MERGES = ("teacher-first", "dictionary-first", "teacher-veto")
+MERGES = ("teacher-first", "dictionary-first")
 
 #: the baseline of self-training (docs/silver.md, "Self-training without knowledge"): a teacher
 #: trained on the gold alone labels the unlabelled text, a student trains on gold plus its confident
@@ -35,15 +35,10 @@ class TeacherConfig:
     #: a word's predicted tag counts when the model gives it at least this probability (an
     #: entity: every word of it); below it the word is unknown (out of the loss).
     threshold: float = 0.9
-    #: an entity's words count at this probability instead (e.g. 0.6: more of the teacher's
-    #: entities become labels while its O words still need ``threshold``); null: ``threshold``.
-    entity_threshold: float | None = None
     #: how the teacher's confident entities meet the dictionary's matches: "teacher-first" (the
     #: teacher's entities stay; a dictionary entity is added where it overlaps none of them) or
-    #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none)
-    #: or "teacher-veto" (as teacher-first, but a dictionary entity only where every word of it is
-    #: unknown to the teacher: a confident O vetoes the match).
-    merge: Literal["teacher-first", "dictionary-first", "teacher-veto"] = "teacher-first"
+    #: "dictionary-first" (the dictionary's entities stay; a teacher entity where it overlaps none).
+    merge: Literal["teacher-first", "dictionary-first"] = "teacher-first"
     #: whether the dictionary's matches take part at all (false: the teacher's labels alone).
     dictionary: bool = True
     #: where the teacher labels the text (the labels and the store are the same either way, and the
@@ -100,9 +95,6 @@ class TeacherConfig:
             out.append(("prior", "must not set silver: the teacher trains on the gold subset alone"))
         if isinstance(self.threshold, bool) or not 0.0 < self.threshold <= 1.0:
             out.append(("threshold", f"must lie in (0, 1] (a probability), got {self.threshold!r}"))
-        et = self.entity_threshold
-        if et is not None and (isinstance(et, bool) or not 0.0 < et <= 1.0):
-            out.append(("entity_threshold", f"must lie in (0, 1] (a probability) or be null, got {et!r}"))
         if self.merge not in MERGES:
             out.append(("merge", f"must be one of {', '.join(MERGES)}, got {self.merge!r}"))
         if self.engine not in ("local", "dask"):

@@ -10,10 +10,7 @@ the two sets of entities meet by a stated rule:
 * ``teacher-first``: the teacher's confident entities stay; a dictionary entity is added where
   it overlaps none of them (its words were confident ``O`` or unknown);
 * ``dictionary-first``: the dictionary's entities stay; a confident teacher entity is added
-  where it overlaps none of them;
-* ``teacher-veto``: the teacher's confident entities stay; a dictionary entity is added only
-  where every word of it is unknown to the teacher (a confident ``O`` vetoes the match, so the
-  dictionary's false positives that the teacher has learned to reject stay out of the labels).
+  where it overlaps none of them.
 
 The labeller has the interface of :class:`~priorkit.supervision.silver.label.Labeller` (``fingerprint``,
 ``tags``, ``tags_many``), so the silver store keeps its labels like a dictionary's: keyed by
@@ -62,8 +59,6 @@ def merge_labels(teacher: Sequence[str], dictionary: Sequence[str], rule: str) -
     taken = np.zeros(len(teacher) + 1, dtype=bool)
     for s, e, _ in first:
         taken[s:e] = True
-    if rule == "teacher-veto":  # a confident O takes its word too
-        taken[:len(teacher)] |= np.array([t == "O" for t in teacher], dtype=bool)
     out = list(teacher)
     write = list(first) if rule == "dictionary-first" else []
     for s, e, t in second:
@@ -91,6 +86,10 @@ class TeacherLabeller:
         if self.predictor.task_type != "token-classification":
             raise PriorkitError(f"{self.folder}: the teacher is a {self.predictor.task_type} model; a silver "
                                 "teacher must be a token-classification model of the same task")
+        from .config import MERGES
+
+        if merge not in MERGES:
+            raise PriorkitError(f"teacher merge {merge!r} is not one of {', '.join(MERGES)}")
         if entity_threshold is not None and not 0.0 < entity_threshold <= 1.0:
             raise PriorkitError(f"teacher entity_threshold must lie in (0, 1], got {entity_threshold!r}")
         self.threshold, self.dictionary, self.merge, self.batch_size = float(threshold), dictionary, merge, batch_size
