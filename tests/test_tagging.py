@@ -304,7 +304,7 @@ def test_a_worker_error_stops_the_run_with_its_message(corpus, client, tmp_path)
     from priorkit.tagging.dask_engine import DaskEngine
 
     job = Job("broken", functools.partial(_broken_tagger, "no such model folder"))
-    with pytest.raises(PriorkitError, match="no such model folder"):
+    with pytest.raises(PriorkitError, match="--engine dask: a worker failed: no such model folder"):
         tag_corpus(jsonl_documents(corpus), job, JsonWriter(), out=tmp_path / "o.jsonl", chunk_size=25,
                    engine=DaskEngine(client=client), progress=False)
 

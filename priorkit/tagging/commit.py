@@ -146,6 +146,8 @@ class CommittedOutput:
                                     f"{state.bytes} committed: the file was changed outside this command; pass "
                                     "--restart to tag from the start")
             self.state, self.resumed = state, state.documents > 0 or state.done
+        for stale in self.progress.parent.glob(f".{self.progress.name}.*.tmp"):  # a record a kill cut short
+            stale.unlink(missing_ok=True)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if not self.state.done:
             os.ftruncate(self._fd, self.state.bytes)  # an uncommitted tail: written, never recorded

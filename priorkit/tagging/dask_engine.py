@@ -86,7 +86,10 @@ class DaskEngine(Engine):
             while len(pending) < self.in_flight and submit():
                 pass
             while pending:
-                result: ChunkResult = pending.popleft().result()
+                try:
+                    result: ChunkResult = pending.popleft().result()
+                except PriorkitError as exc:
+                    raise _on_a_worker(exc) from exc
                 submit()  # keep the workers busy while the driver commits
                 self.builds[f"{result.host}:{result.pid}"] = result.builds
                 self.worker_seconds += result.seconds
@@ -108,6 +111,16 @@ class DaskEngine(Engine):
         return {"engine": "dask", "scheduler": self.address, "workers": self.workers,
                 "startup_seconds": round(self.startup, 2), "worker_seconds": round(self.worker_seconds, 2),
                 "builds": dict(self.builds)}
+
+
+def _on_a_worker(exc: PriorkitError) -> PriorkitError:
+    """A worker's error, said to come from a worker (its type kept)."""
+    text = (f"--engine dask: a worker failed: {exc} (workers load the model and read files themselves: on a "
+            "cluster they need the same priorkit, plug-ins and model folder at the same path)")
+    try:
+        return type(exc)(text)
+    except Exception:  # noqa: BLE001 - an error type with its own constructor
+        return PriorkitError(text)
 
 
 def local_threads(workers: int) -> int:
