@@ -74,8 +74,8 @@ def predict_documents(ctx: click.Context, model_dir: str, inputs: Sequence[str],
     threads = local_threads(workers or 2) if engine == "dask" and scheduler is None else None
     job = model_job(str(folder), functools.partial(writer_for, fmt), batch_size=batch_size, device=device,
                     threads=threads, load=load)
-    skipped: list[str] = []
-    docs = read_documents([p for p, _ in checked], in_format, skip_bad=skip_bad, on_skip=skipped.append)
+    skipped = Skipped()
+    docs = read_documents([p for p, _ in checked], in_format, skip_bad=skip_bad, on_skip=skipped.add)
     eng = make_engine(engine, workers=workers, scheduler=scheduler)
     try:
         with eng:
@@ -88,8 +88,8 @@ def predict_documents(ctx: click.Context, model_dir: str, inputs: Sequence[str],
                                      chunk_size=chunk_size, engine=eng, progress=progress and not quiet,
                                      inputs=[p for p, _ in checked])
     finally:
-        if skipped and not quiet:
-            _show_skipped(skipped)
+        if skipped.count and not quiet:
+            skipped.show()
     if quiet or out is None:
         return
     if summary.already_done:
@@ -101,12 +101,24 @@ def predict_documents(ctx: click.Context, model_dir: str, inputs: Sequence[str],
                f"{where}); {summary.documents} in the file{resumed}", err=True)
 
 
-def _show_skipped(skipped: list[str]) -> None:
-    click.echo(f"skipped {len(skipped)} bad record{'s' if len(skipped) != 1 else ''} (--skip-bad):", err=True)
-    for reason in skipped[:SHOW_SKIPPED]:
-        click.echo(f"  {reason}", err=True)
-    if len(skipped) > SHOW_SKIPPED:
-        click.echo(f"  ... and {len(skipped) - SHOW_SKIPPED} more", err=True)
+class Skipped:
+    """What --skip-bad skipped: the first :data:`SHOW_SKIPPED` reasons kept, the rest counted (memory
+    stays flat however many records are bad)."""
+
+    def __init__(self) -> None:
+        self.count, self.first = 0, []
+
+    def add(self, reason: str) -> None:
+        self.count += 1
+        if len(self.first) < SHOW_SKIPPED:
+            self.first.append(reason)
+
+    def show(self) -> None:
+        click.echo(f"skipped {self.count} bad record{'s' if self.count != 1 else ''} (--skip-bad):", err=True)
+        for reason in self.first:
+            click.echo(f"  {reason}", err=True)
+        if self.count > len(self.first):
+            click.echo(f"  ... and {self.count - len(self.first)} more", err=True)
 
 
 def document_options(fn: Any) -> Any:
