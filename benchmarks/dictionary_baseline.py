@@ -34,7 +34,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import priorkit  # noqa: E402
-from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES, dictionary_scores  # noqa: E402
+from priorkit.evaluation.dictionary_baseline import dictionary_scores  # noqa: E402
+
+#: BC5CDR with the hpo+mesh ontology: MeSH tree D Chemical, MeSH tree C and HPO Disease (this benchmark's own)
+BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 from priorkit.config import DataSource  # noqa: E402
 from priorkit.training.data import read_source, sample_indices, slice_examples  # noqa: E402
 from priorkit_plugins.ontology import rules as matcher_rules  # noqa: E402

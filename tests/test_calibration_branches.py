@@ -113,7 +113,9 @@ def test_a_run_calibrated_by_branch_reads_the_dictionary_without_its_weak_branch
     from priorkit.training.data import load_data
     from priorkit.training.plan import RunPlan
 
-    raw = {"name": "branches", "output_dir": str(tmp_path / "runs"), "task": {"type": "token-classification"},
+    raw = {"name": "branches", "output_dir": str(tmp_path / "runs"),
+           "task": {"type": "token-classification",
+                    "dictionary_types": {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}},
            "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 400},
                     "eval": {"source": "bc5cdr", "split": "devel", "limit": 10}},
            "prior": {"name": "fb", "provider": "ontology", "params": CONCEPT, "cache": None, "attention": None,

@@ -84,7 +84,9 @@ def bc5cdr_test_tagged():
 
     src = DataSource(source="bc5cdr", split="test", sample=300)
     examples = slice_examples(read_source(src)[0], src)
-    return [list(e["tags"]) for e in examples], dictionary_tags(PosthocConfig(params={"source": "hpo+mesh"}), examples)
+    bc5cdr = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}  # no map is the default (issue 47)
+    return [list(e["tags"]) for e in examples], dictionary_tags(PosthocConfig(params={"source": "hpo+mesh"},
+                                                                             types=bc5cdr), examples)
 
 
 def test_on_real_sentences_and_the_real_dictionary(bc5cdr_test_tagged):

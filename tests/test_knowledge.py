@@ -132,7 +132,8 @@ def test_merge_rules_of_teacher_and_dictionary():
 def _raw(tmp_path, **extra):
     raw = {
         "name": "knowledge", "output_dir": str(tmp_path / "runs"),
-        "task": {"type": "token-classification"},
+        "task": {"type": "token-classification",
+                 "dictionary_types": {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 60},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 20}},
         "prior": {"name": "kd", "provider": "ontology", "params": {"source": "hpo+mesh"}, "cache": None,

@@ -69,7 +69,7 @@ def _raw(tmp_path, tiny_bert_dir, **sweep):
         "name": "tiny-nok",
         "output_dir": str(tmp_path / "runs"),
         "model": {"name_or_path": str(tiny_bert_dir), "max_length": 48},
-        "task": {"type": "token-classification"},
+        "task": {"type": "token-classification", "dictionary_types": {"mesh:C": "Disease"}},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 40},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 8}},
         # the recipe this baseline is compared with: features, calibration, a teacher merged with the dictionary

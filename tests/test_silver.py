@@ -21,6 +21,9 @@ from priorkit.errors import DataFormatError
 from priorkit.config import ConfigError, config_from_dict, load_config
 from support.ontologies import TREES
 
+#: BC5CDR with the hpo+mesh ontology (the pipelines' task.dictionary_types)
+BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,7 +42,7 @@ def bc5cdr_train():
 
 # ---- labelling and the store --------------------------------------------------
 def test_real_matches_become_bio_tags_of_the_mapped_types(ontology, bc5cdr_train, tmp_path):
-    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES, group_entities
+    from priorkit.evaluation.dictionary_baseline import group_entities
     from priorkit.supervision.silver import Labeller, SilverStore, label_sentences
 
     sentences = [e["words"] for e in bc5cdr_train[:30]]
@@ -140,7 +143,7 @@ def _raw(tmp_path, tiny_bert_dir, silver, obo=None, **prior):
         "name": "tiny-silver",
         "output_dir": str(tmp_path / "runs"),
         "model": {"name_or_path": str(tiny_bert_dir), "max_length": 48},
-        "task": {"type": "token-classification"},
+        "task": {"type": "token-classification", "dictionary_types": BC5CDR_TYPES},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 40},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 8}},
         "prior": {"name": "silver", "provider": "ontology", "params": params, "cache": None,
@@ -193,9 +196,10 @@ def test_the_recipes_train_through_the_pipeline(tmp_path, tiny_bert_dir, one_tor
 CHILD = textwrap.dedent("""
     import sys, time, priorkit
     from priorkit.datasets import read_dataset
-    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES
     from priorkit.resources import embedded
     from priorkit.supervision.silver import Labeller, SilverStore
+
+    BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 
     class Slow(Labeller):
         def tags(self, words):
@@ -209,7 +213,6 @@ CHILD = textwrap.dedent("""
 
 
 def test_labelling_resumes_after_kill_9_with_whole_shards_and_the_same_labels(tmp_path, ontology, bc5cdr_train):
-    from priorkit.evaluation.dictionary_baseline import BC5CDR_TYPES
     from priorkit.supervision.silver import Labeller, SilverStore
 
     sentences = [e["words"] for e in bc5cdr_train]
@@ -245,7 +248,7 @@ def _file(tmp_path, body: str) -> str:
 
 NER = """\
 name: s
-task: {type: token-classification}
+task: {type: token-classification, dictionary_types: {mesh:D: Chemical, mesh:C: Disease, hpo: Disease}}
 data:
   train: {source: bc5cdr, split: train, limit: 20}
   eval: {source: bc5cdr, split: devel, limit: 5}
@@ -281,8 +284,8 @@ def test_an_empty_or_unreadable_unlabelled_file_stops_at_file_and_line(tmp_path)
 def test_a_type_the_task_does_not_have_stops_at_file_and_line_before_anything_is_written(tmp_path):
     from priorkit.training.steps import run_pipeline
 
-    with_labels = _file(tmp_path, NER.replace("{type: token-classification}",
-                                              "{type: token-classification, labels: [O, B-Chemical, I-Chemical]}")
+    with_labels = _file(tmp_path, NER.replace("{type: token-classification, ",
+                                              "{type: token-classification, labels: [O, B-Chemical, I-Chemical], ")
                         + PRIOR)
     with pytest.raises(ConfigError) as err:
         load_config(with_labels)

@@ -237,7 +237,7 @@ def _check_prior(p: PriorConfig, path: tuple, cfg: PipelineConfig) -> None:
         raise _fail(path + field, loc, src, msg)
     from ..supervision.silver.checks import config_problems as silver_problems
 
-    for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels)[:1]:
+    for field, msg in silver_problems(p, cfg.task.type, cfg.task.labels, cfg.task.dictionary_types)[:1]:
         raise _fail(path + field, loc, src, msg)
     if p.silver is not None and p.silver.teacher is not None and p.silver.teacher.prior is not None:
         teacher_prior(p, path, cfg)  # stops with the teacher setting's file:line when it is not usable

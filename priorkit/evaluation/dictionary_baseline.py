@@ -11,11 +11,10 @@ from typing import Any, Mapping, Sequence
 
 from ..providers.base import Match, PriorProvider
 from ..decode.dictionary import group_entities
-from ..supervision.silver.label import BC5CDR_TYPES
 
 
 def dictionary_scores(provider: PriorProvider | None, examples: Sequence[Mapping[str, Any]],
-                      group_to_label: Mapping[str, str] = BC5CDR_TYPES,
+                      group_to_label: Mapping[str, str],
                       matches: Sequence[Sequence[Match]] | None = None) -> dict[str, float]:
     """Entity-level precision, recall, F1 (overall and ``f1_<type>``, ``precision_<type>``,
     ``recall_<type>``) of ``provider``'s matches on ``examples`` (dicts with ``words`` and ``tags``),

@@ -3,8 +3,8 @@ the dictionary"): per arm, precision, recall, and recall on the gold entities th
 tags exactly and on the others, with the dictionary alone as a row.
 
 The dictionary is ``sweep.dictionary`` or, by default, the file prior's provider when it has
-concept matches (its matches typed by the silver labels' map, BC5CDR's by default, kept to
-the task's entity types).  Everything is read from the runs' saved
+concept matches (its matches typed by the silver labels' map, else the pipeline's
+``task.dictionary_types``, kept to the task's entity types).  Everything is read from the runs' saved
 ``predictions-<split>.jsonl``; the split's words come from the pipeline's data.
 
 :func:`blind_spots` names the arms that find fewer of the other entities than the baseline
@@ -33,7 +33,8 @@ def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
         return None
     if cfg.sweep.dictionary is not None:  # a DictionaryConfig: read as an arm's dictionary
         d = cfg.sweep.dictionary
-        return PosthocConfig(provider=d.provider, params=dict(d.params), types=d.types)
+        return PosthocConfig(provider=d.provider, params=dict(d.params),
+                             types=d.types if d.types is not None else cfg.task.dictionary_types)
     prior = cfg.prior
     if prior is None or prior.provider is None:
         return None
@@ -46,14 +47,24 @@ def dictionary_of(cfg: PipelineConfig) -> PosthocConfig | None:
     if not provider.supports_matches:
         return None
     types = prior.silver.types if prior.silver is not None else None
-    return PosthocConfig(provider=prior.provider, params=dict(prior.params or {}), types=types)
+    return PosthocConfig(provider=prior.provider, params=dict(prior.params or {}),
+                         types=types if types is not None else cfg.task.dictionary_types)
 
 
 def _types(arm: PosthocConfig, gold: Sequence[Sequence[str]]) -> dict[str, str]:
-    from ..supervision.silver.checks import task_types
-    from ..supervision.silver.label import BC5CDR_TYPES
+    """The report's type map: the dictionary's (``sweep.dictionary.types``, the prior's silver map,
+    else ``task.dictionary_types``, filled in by :func:`dictionary_of`), else the gold's entity types
+    when they are the dictionary's groups; kept to the gold's types."""
+    import priorkit
 
-    return task_types(arm.types if arm.types is not None else BC5CDR_TYPES, (t for row in gold for t in row))
+    from ..supervision.silver.checks import task_types
+    from ..supervision.type_map import entity_types_of, resolve_types
+
+    tags = [t for row in gold for t in row]
+    types = resolve_types(arm.types, lambda: priorkit.get_provider(arm.provider, **arm.params).match_groups(),
+                          entity_types_of(tags), field="task.dictionary_types (or sweep.dictionary.types)",
+                          who="the report inside and outside the dictionary")
+    return task_types(types, tags)
 
 
 def dictionary_split_tags(arm: PosthocConfig, words: Sequence[Sequence[str]],

@@ -50,8 +50,8 @@ class CalibrateConfig:
     threshold: float = 0.5
     #: pseudo-matches of the group's precision added to each form's counts (the smoothing).
     prior_strength: float = 2.0
-    #: group -> entity type; null: the silver labels' map (BC5CDR's by default), restricted to
-    #: the groups whose type the task has (the others are left as they are).
+    #: group -> entity type; null: the silver labels' map, else the pipeline's task.dictionary_types,
+    #: restricted to the groups whose type the task has (the others are left as they are).
     types: dict[str, str] | None = None
     #: smooth each form towards its branch (the provider's ``match_branch``: an ontology's
     #: level-2 concepts), the branch towards its group, and drop whole branches below the

@@ -27,15 +27,22 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def _types(plan: RunPlan, task_labels: list[str]) -> dict[str, str]:
-    from ..supervision.silver.checks import task_types
-    from ..supervision.silver.label import BC5CDR_TYPES
+def _types(plan: RunPlan, task_labels: list[str], provider: Any) -> dict[str, str]:
+    """The map the calibration counts with: ``calibrate.types``, else ``silver.types``, else the
+    pipeline's ``task.dictionary_types``, else the task's entity types when they are groups of the
+    dictionary (kept to the task's types); raises naming the fields otherwise."""
+    from ..supervision.silver.checks import entity_types, task_types
+    from ..supervision.type_map import resolve_types
 
     prior = plan.prior
     c = prior.calibrate
     if c is not None and c.types is not None:
         return dict(c.types)
-    base = dict(prior.silver.types) if prior.silver is not None and prior.silver.types else dict(BC5CDR_TYPES)
+    own = prior.silver.types if prior.silver is not None and prior.silver.types else None
+    where = plan.cfg.where("prior.calibrate" if c is not None else "prior.silver")
+    base = resolve_types(own if own is not None else plan.cfg.task.dictionary_types, provider.match_groups,
+                         entity_types(task_labels), who=f"{where}: the calibration of {plan.prior_name!r}",
+                         field="task.dictionary_types (or prior.calibrate.types / prior.silver.types)")
     return task_types(base, task_labels)
 
 
@@ -71,7 +78,7 @@ def calibration_of(plan: RunPlan, splits: dict[str, Split], task_labels: list[st
     provider = get_provider(prior.provider, **(prior.params or {}))
     if not provider.supports_matches:
         raise ConfigError(f"{where}: provider {prior.provider!r} has no concept matches to calibrate")
-    types = _types(plan, task_labels)
+    types = _types(plan, task_labels, provider)
     if not types:
         raise ConfigError(f"{where}: no group of the type map names an entity type of the task "
                           f"({', '.join(task_labels)}); set prior.calibrate.types")

@@ -55,6 +55,9 @@ class RunPlan:
         extra = {}
         if self.prior is not None and self.prior.silver is not None and self.cfg.data.unlabeled is not None:
             extra["unlabeled"] = dataclasses.asdict(self.cfg.data.unlabeled)  # the silver text's source
+        types = pipeline_types_identity(self.cfg, self.prior)
+        if types is not None:
+            extra["dictionary_types"] = types
         return digest({
             **extra,
             "model": dataclasses.asdict(self.cfg.model),
@@ -72,6 +75,26 @@ class RunPlan:
         if self.cfg.task.o_bias:
             key["o_bias"] = self.cfg.task.o_bias
         return digest(key)
+
+
+def pipeline_types_identity(cfg: PipelineConfig, prior: PriorConfig | None) -> Any:
+    """What the pipeline's type map adds to a run's key: None when the setting reads no map of the
+    pipeline's (no silver labels or calibration, or their own ``types``) or when that map is the one
+    a null map meant before issue 47 (runs made then keep their keys); else the map, or "the data"
+    when there is none (the map is then read off the data's entity types)."""
+    from ..supervision.type_map import MAP_BEFORE_47
+
+    if prior is None:
+        return None
+    silver, cal = prior.silver, prior.calibrate
+    own = silver.types if silver is not None else None
+    reads = (silver is not None and own is None) or (cal is not None and cal.types is None and own is None)
+    if not reads:
+        return None
+    given = cfg.task.dictionary_types
+    if given is not None and list(given.items()) == list(MAP_BEFORE_47.items()):
+        return None
+    return dict(given) if given is not None else "the data's entity types"
 
 
 def prior_identity(prior: PriorConfig | None) -> Any:

@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
-from ..supervision.silver.checks import resolved_config, type_problem
+from ..supervision.silver.checks import entity_types, resolved_config, type_problem
 from ..supervision.silver.config import SilverConfig
 from . import ranks
 from ..config import ConfigError, PipelineConfig, PriorConfig
@@ -59,7 +59,8 @@ def check_settings(cfg: PipelineConfig, settings: dict[str, PriorConfig | None],
 
 
 def _check_types(cfg: PipelineConfig, name: str, config: SilverConfig, labels: list[str]) -> None:
-    why = type_problem(config, labels, "task.labels" if cfg.task.labels else "the tags of data.train")
+    why = type_problem(config, labels, "task.labels" if cfg.task.labels else "the tags of data.train",
+                       cfg.task.dictionary_types)
     if why:
         path = _types_path(cfg, name)
         raise ConfigError(f"{cfg.where(path)}: {path}: {why}")
@@ -96,7 +97,10 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
     sentences = unlabeled_sentences(plan, splits)
     labeller: Any = None  # teacher.dictionary false: the dictionary is never built, let alone asked
     if config.uses_dictionary:
-        labeller = Labeller(get_provider(config.provider, **(config.params or {})), config.type_map())
+        provider = get_provider(config.provider, **(config.params or {}))
+        path = _types_path(plan.cfg, plan.prior_name)
+        labeller = Labeller(provider, config.type_map(plan.cfg.task.dictionary_types, provider.match_groups,
+                                                      entity_types(task.labels), who=f"{plan.cfg.where(path)}: {path}"))
     if config.teacher is not None:
         from ..inference import load_model
         from ..supervision.silver.teacher import TeacherLabeller

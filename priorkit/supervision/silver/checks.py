@@ -31,22 +31,29 @@ def task_types(types: dict[str, str], tags: Iterable[str]) -> dict[str, str]:
     return {g: t for g, t in types.items() if t in have}
 
 
-def type_problem(config: SilverConfig, labels: Sequence[str], where_labels: str) -> str | None:
-    """A message when the type map names an entity type the task does not have (None when no
-    dictionary labels anything: the map is not read)."""
+def type_problem(config: SilverConfig, labels: Sequence[str], where_labels: str,
+                 pipeline: dict[str, str] | None = None) -> str | None:
+    """A message when the type map (``types``, else the pipeline's ``task.dictionary_types``)
+    names an entity type the task does not have (None when no dictionary labels anything, or when
+    neither map is set: then the map is read off the data's entity types, which the task has)."""
     if not config.uses_dictionary:
         return None
+    types = config.types if config.types is not None else pipeline
+    if types is None:
+        return None
     have = entity_types(labels)
-    wrong = [f"{g} -> {t}" for g, t in config.type_map().items() if t not in have]
+    wrong = [f"{g} -> {t}" for g, t in types.items() if t not in have]
     if not wrong:
         return None
-    default = " (the default map, BC5CDR's)" if config.types is None else ""
+    default = " (task.dictionary_types)" if config.types is None else ""
     return (f"maps {', '.join(wrong)}{default}, but the task has no such entity type; its types "
             f"({where_labels}) are {', '.join(sorted(have)) or 'none'}: map each group to one of them")
 
 
-def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None) -> list[tuple[tuple, str]]:
-    """(field path below the prior, message) of what is wrong with a prior's silver section."""
+def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None,
+                    pipeline: dict[str, str] | None = None) -> list[tuple[tuple, str]]:
+    """(field path below the prior, message) of what is wrong with a prior's silver section
+    (``pipeline``: the pipeline's ``task.dictionary_types``)."""
     config = resolved_config(prior)
     if config is None:
         return []
@@ -56,7 +63,7 @@ def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None) ->
     if out or not config.uses_dictionary:  # teacher.dictionary false: no provider, no type map is read
         return out
     if labels is not None:
-        why = type_problem(config, labels, "task.labels")
+        why = type_problem(config, labels, "task.labels", pipeline)
         if why:
             return [(("silver", "types"), why)]
     from ...providers.plugins import get_provider
@@ -70,10 +77,10 @@ def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None) ->
         return [(field, f"provider {config.provider!r} has no concept matches, so it cannot give silver labels; "
                         "use one that implements matches(), e.g. ontology (silver: {provider: ontology, "
                         "params: {source: hpo+mesh}})")]
-    if config.types is None:  # the default map: groups the provider lacks are skipped (no loading here)
+    if config.types is None:  # the pipeline's map (or the data's): groups the provider lacks are skipped
         return []
     groups = set(provider.match_groups())
-    unknown = [g for g in config.type_map() if g not in groups]
+    unknown = [g for g in config.types if g not in groups]
     if unknown:
         return [(("silver", "types"), f"groups {unknown} are not groups of provider {config.provider!r}; "
                                       f"it emits {sorted(groups)}")]

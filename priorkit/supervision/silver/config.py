@@ -159,12 +159,16 @@ class SilverConfig:
                                        params=dict(params or {}) if self.params is None else self.params)
         return dataclasses.replace(self, params={} if self.params is None else self.params)
 
-    def type_map(self) -> dict[str, str]:
-        if self.types is not None:
-            return dict(self.types)
-        from .label import BC5CDR_TYPES
+    def type_map(self, pipeline: dict[str, str] | None, groups: Any, entity_types: Any, who: str = "silver labels"
+                 ) -> dict[str, str]:
+        """The labels' group -> type map: ``types``, else the pipeline's ``task.dictionary_types``
+        (``pipeline``), else the data's entity types when they are groups of the provider
+        (``groups``: its match groups, or a callable giving them); raises otherwise, naming the
+        fields to set (:func:`priorkit.supervision.type_map.resolve_types`)."""
+        from ..type_map import resolve_types
 
-        return dict(BC5CDR_TYPES)
+        return resolve_types(self.types if self.types is not None else pipeline, groups, entity_types,
+                             field="prior.silver.types or task.dictionary_types", who=who)
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) for values out of range; empty when the config is usable."""

@@ -9,8 +9,6 @@ from ...decode.dictionary import group_entities  # noqa: F401 (matches -> tags l
 from ...checksums import json_sha256
 from ...providers.base import PriorProvider
 
-#: BC5CDR: MeSH diseases (tree C) and HPO phenotypes are Disease, MeSH tree D Chemical
-BC5CDR_TYPES = {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}
 
 
 def sentence_digest(words: Sequence[str]) -> str:
