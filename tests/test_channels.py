@@ -178,7 +178,8 @@ def test_a_plugin_channel_trains_saves_reloads_and_predicts(plugin_dir, tmp_path
     run = [sys.executable, "-m", "priorkit", "predict", str(folder), str(words), "--input-format", "conll"]
     lost = subprocess.run([*run, "--out", str(tmp_path / "a.jsonl")], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=300)
-    assert lost.returncode != 0 and "'length'" in lost.stderr and "not registered" in lost.stderr
+    assert lost.returncode != 0 and "plug-in 'length_channel' (its channel 'length'), which is not loaded" in lost.stderr
+    assert f"loaded from {plugin_dir / 'length_channel.py'}" in lost.stderr  # where it came from at training time
     ran = subprocess.run([sys.executable, "-m", "priorkit", "--plugins-dir", str(plugin_dir), *run[3:],
                           "--out", str(tmp_path / "b.jsonl"), "--no-progress"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)

@@ -89,6 +89,9 @@ def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, An
     setting = meta.get("prior")
     spec = PriorSpec.from_dict({k: setting[k] for k in FIELDS if k in setting}) if setting else None
     data = (meta.get("config") or {}).get("data") or {}
+    prior = prior_description(spec, setting.get("name") if setting else None, meta.get("cache"))
+    from .plugins_needed import plugins_used
+
     return {
         "format": FORMAT,
         "priorkit_version": __version__,
@@ -99,8 +102,9 @@ def describe_run(meta: Mapping[str, Any], channels: Mapping[str, Mapping[str, An
                     if task["type"] == "token-classification" else {})},
         "inputs": inputs,
         "max_length": meta.get("max_length"),
-        "prior": prior_description(spec, setting.get("name") if setting else None, meta.get("cache")),
+        "prior": prior,
         "channels": {name: dict(d) for name, d in channels.items()},
+        "plugins": plugins_used(prior, channels),  # checked when the folder loads
         "training": {
             "pipeline": meta.get("pipeline"),
             "prior_setting": meta.get("prior_name"),

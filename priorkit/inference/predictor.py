@@ -122,6 +122,9 @@ def load_folder(model_dir: Path, info: dict, *, device: str | None = None, use_c
     if task["type"] not in AUTO_CLASSES:
         raise PriorkitError(f"{model_dir / mf.PRIORKIT_JSON}: unknown task type {task['type']!r}; "
                             f"this priorkit knows {', '.join(AUTO_CLASSES)}")
+    from .plugins_needed import check_plugins
+
+    check_plugins(info, model_dir / mf.PRIORKIT_JSON)  # a plug-in the model needs: named, with its source
     auto = getattr(transformers, AUTO_CLASSES[task["type"]])
     with _quiet_loading():
         model = auto.from_pretrained(str(model_dir))
