@@ -62,3 +62,24 @@ def test_figure_is_capped(tmp_path):
                       tmp_path / "big.png")
     with Image.open(path) as im:
         assert max(im.size) <= 2040
+
+
+def test_no_knowledge_reads_apart_from_a_perfect_match(plugin_dir, monkeypatch):
+    # the trigram plug-in: 1.0 for the same word, NaN ("no knowledge") for a word without a letter;
+    # the builder gives both 1.0 (neutral 1), the table must not
+    monkeypatch.setenv("PRIORKIT_PLUGINS_DIR", str(plugin_dir))
+    result = run("cat 123", "cat 123", "--provider", "trigram", "--layout", "full")
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.split("|")[1:-1]]
+                                  for line in result.output.splitlines() if line.startswith("|"))}
+    header = rows[""]
+    cat, num = header.index("cat"), header.index("123")
+    assert rows["cat"][cat] == "1.00"  # a perfect match
+    assert rows["cat"][num] == "-" and rows["123"][num] == "-" and rows["123"][cat] == "-"  # no knowledge
+    assert "-: no knowledge (the provider knows neither word" in result.output and "neutral 1 there" in result.output
+    doc = json.loads(run("cat 123", "cat 123", "--provider", "trigram", "--layout", "full", "--json", "-").output)
+    P, known, tokens = np.array(doc["matrix"]), np.array(doc["known"]), doc["tokens"]
+    c, n = tokens.index("cat"), tokens.index("123")
+    assert P[c, c] == P[c, n] == 1.0 and known[c, c] and not known[c, n]  # the same value, told apart
+    # the long-input table ranks only cells with knowledge and counts the others
+    long = run(" ".join(["cat 123"] * 15), "--provider", "trigram", "--layout", "full", "--top", "3")
+    assert "highest of" in long.output and "with knowledge" in long.output and "more without" in long.output

@@ -98,11 +98,13 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
         why = "--max-length" if max_length else "the tokenizer's model_max_length; --max-length to change"
         click.echo(f"note: the input has {full} tokens; showing the first {limit} ({why})", err=True)
     P = builder.build(text_a, text_b)
+    known = known_cells(P, spec, tok, prov, cache, limit, text_a, text_b)
     encoding = builder.encode(text_a, text_b)
     tokens = encoding.tokens()
     title = f"prior ({builder.layout} layout, {prov.name})"
     if json_out:
         doc = {"tokens": tokens, "matrix": [[round(v, 6) for v in row] for row in P.tolist()],
+               "known": known.tolist(), "neutral": builder.neutral,
                "layout": builder.layout, "provider": prov.describe(), "tokens_in_input": full,
                "truncated": full > limit}
         text = json.dumps(doc)
@@ -114,7 +116,7 @@ def show_command(ctx, inputs, tokenizer, provider, params, preset, layout, cache
             Path(json_out).write_text(text + "\n")
             click.echo(f"wrote {json_out}", err=True)
     if json_out != "-":
-        _print_prior(P.numpy(), tokens, builder, encoding, text_a, text_b, title, top, show_all)
+        _print_prior(P.numpy(), known, tokens, builder, encoding, text_a, text_b, title, top, show_all)
     if out:
         from ..viz import plot_prior
 
@@ -127,23 +129,50 @@ def _model_max_length(tokenizer) -> int:
     return int(n) if isinstance(n, int) and 0 < n < 100_000 else 512
 
 
-def _print_prior(P, tokens, builder, encoding, text_a, text_b, title, top, show_all) -> None:
+#: how a cell without knowledge reads in the table (the model gets the builder's neutral there)
+NO_KNOWLEDGE = "-"
+
+
+def known_cells(P, spec, tokenizer, provider, cache, limit, text_a, text_b):
+    """(L, L) bool: the cells whose value the provider (or a rule: stop words, the layout's
+    constant blocks) gave; False where the builder filled in its ``neutral`` because there is no
+    knowledge (the provider's NaN: it knows neither word, or not the pair; special tokens). Found
+    by building again with another neutral: only the filled cells change."""
+    import dataclasses
+
+    from ..align import PriorBuilder
+
+    other = 0.25 if spec.neutral != 0.25 else 0.75
+    alt = PriorBuilder.from_spec(dataclasses.replace(spec, neutral=other), tokenizer, provider=provider, cache=cache,
+                                 truncation=True, max_length=limit)
+    return (P == alt.build(text_a, text_b)).numpy()
+
+
+def _print_prior(P, known, tokens, builder, encoding, text_a, text_b, title, top, show_all) -> None:
     from rich.console import Console
 
     from ..output import print_table
 
     L = len(tokens)
+    unknown = (f"{NO_KNOWLEDGE}: no knowledge (the provider knows neither word, or not the pair, or a special "
+               f"token; the model gets the neutral {builder.neutral:g} there)")
     if show_all or L <= SHOW_MATRIX_TOKENS:
-        rows = [[t, *[f"{v:.2f}" for v in P[i].tolist()]] for i, t in enumerate(tokens)]
+        rows = [[t, *[f"{v:.2f}" if k else NO_KNOWLEDGE for v, k in zip(P[i].tolist(), known[i].tolist())]]
+                for i, t in enumerate(tokens)]
         print_table(title, ["", *tokens], rows, justify={t: "right" for t in tokens},
                     console=Console(width=max(120, 8 * (L + 2))))
+        if not known.all():
+            click.echo(unknown, err=True)
         return
     cells = top_cells(P, builder.align(encoding, text_a, text_b), pair=text_b is not None)
+    blind = sum(1 for i, j, _ in cells if not known[i, j])
+    cells = [c for c in cells if known[c[0], c[1]]]  # a filled-in neutral is no value to rank
     print_table(title, ["token i", "token j", "i", "j", "value"],
                 [[tokens[i], tokens[j], str(i), str(j), f"{v:.3f}"] for i, j, v in cells[:top]],
                 justify={"i": "right", "j": "right", "value": "right"})
-    click.echo(f"the {min(top, len(cells))} highest of {len(cells):,} word pairs ({L} tokens); --all prints the "
-               f"whole {L} x {L} matrix, --json FILE writes it", err=True)
+    click.echo(f"the {min(top, len(cells))} highest of {len(cells):,} word pairs with knowledge ({L} tokens; "
+               f"{blind:,} more without: {unknown}); --all prints the whole {L} x {L} matrix, --json FILE writes it",
+               err=True)
 
 
 def top_cells(P, alignment, pair: bool) -> list[tuple[int, int, float]]:
