@@ -110,7 +110,7 @@ def export_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, o
     steps = arm_steps(cfg, arm)
     needs_dictionary = any(s.kind in DICTIONARY_STEPS for s in steps)
     typed = posthoc.typed_arm(cfg, arm, f"sweep.posthoc.{arm_name}",
-                              (t for s in splits.values() for e in s.examples for t in e["tags"])) \
+                              (t for s in splits.values() for e in s.examples for t in e.get("tags", ()))) \
         if needs_dictionary else None
     base = read_json(dirs[arm.of] / METRICS_FILE) or {}
     mixed = [read_json(dirs[n] / METRICS_FILE) or {} for n in arm.mix]

@@ -289,7 +289,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             steps = arm_steps(cfg, arm)
             if typed is None and any(s.kind in DICTIONARY_STEPS for s in steps):
                 typed = typed_arm(cfg, arm, f"sweep.posthoc.{name}",
-                                  (t for s in splits.values() for e in s.examples for t in e["tags"]))
+                                  (t for s in splits.values() for e in s.examples for t in e.get("tags", ())))
             key = _key(cfg, arm, base, splits, mixed, typed.types if typed is not None else None)
             done = read_json(plan.run_dir / METRICS_FILE)
             if done and done.get("posthoc_key") == key and not force:
