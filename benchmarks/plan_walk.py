@@ -1,5 +1,6 @@
-"""The run plan's way through ``train_run`` (issue 31, "a short way through"): which priorkit
-modules the plan passes through, in order, and how often it climbs back up the layering.
+"""The run plan's way through ``train_run`` (issue 31, "a short way through"; issue 47: the plan
+and every part of it): which priorkit modules the plan, its config and its sections pass
+through, in order, and how often they climb back up the layering.
 
 A tiny real run: the first ``--sentences`` BC5CDR train sentences (fraction 0.5: half gold,
 the rest silver text), the embedded MiniLM, the HPO+MeSH ontology with the attention channel
@@ -29,11 +30,16 @@ Definitions (what the numbers count):
   module (the caller is the nearest priorkit frame up the stack, so a call through
   transformers' ``Trainer`` counts from the priorkit code that called the Trainer).  A climb
   is control handed back up against the import direction: a callback.
-* also reported, not the target: the same for the **plan or a part of it** (its
-  ``PipelineConfig``, ``PriorConfig`` and their dataclass sections, e.g. ``plan.prior.silver``),
-  the walk's **rises** (steps of the walk to a higher layer, returns included), and every
-  upward call of the whole call tree, counted by (caller, callee) module (dispatch through
-  objects handed down: a provider's ``compute``, a channel's ``batch_tensors``).
+* **the plan or a part of it** (the targets, issue 47: at most 12 modules and 3 climbs): the
+  same counts for the calls that receive the plan or any part of it -- its ``PipelineConfig``,
+  ``PriorConfig`` and every dataclass section under them (``plan.prior.silver``,
+  ``plan.prior.silver.teacher``, ``plan.cfg.task`` ...), the same objects, not copies or values
+  read from them: a stage that reads the section's values and hands them down plain (strings,
+  numbers, mappings, a ``PriorSpec`` or ``ChannelSetting`` it builds) hands no part down.
+* also reported: the walk of the **plan** object alone (issue 31's count), the walks' **rises**
+  (steps to a higher layer, returns included), and every upward call of the whole call tree,
+  counted by (caller, callee) module (dispatch through objects handed down: a provider's
+  ``compute``, a channel's ``batch_tensors``).
 
     .venv/bin/python benchmarks/plan_walk.py [--variant default|then-gold|teacher|all] [--sentences 16]
                                              [--json docs/results/plan-walk.json] [--before OLD.json]
@@ -211,6 +217,8 @@ def upward_edges(calls: list[Call]) -> dict[str, int]:
 # ---------------------------------------------------------------------------
 ONTOLOGY = {"source": "hpo+mesh", "measure": "concept", "within": 1.0, "related": 0.8, "unrelated": 0.5, "hops": 2}
 VARIANTS = ("default", "then-gold", "teacher")
+#: issue 47: the plan and every part of it pass at most this many modules and climb at most this often
+TARGETS = {"modules": 12, "climbs": 3}
 
 
 def config(out: Path, variant: str, sentences: int) -> dict[str, Any]:
@@ -222,7 +230,8 @@ def config(out: Path, variant: str, sentences: int) -> dict[str, Any]:
     return {
         "name": "plan-walk", "output_dir": str(out),
         "model": {"max_length": 64},  # null name_or_path: the embedded MiniLM
-        "task": {"type": "token-classification"},
+        "task": {"type": "token-classification",
+                 "dictionary_types": {"mesh:D": "Chemical", "mesh:C": "Disease", "hpo": "Disease"}},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": sentences},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 4}},  # read, not scored
         "prior": {"name": "walk", "provider": "ontology", "params": ONTOLOGY, "layout": "full", "keys": "strip",
@@ -265,7 +274,7 @@ def measure(variant: str, sentences: int) -> dict[str, Any]:
                 "silver_rows": (summary.get("silver") or {}).get("rows"), "seconds_traced": round(seconds, 1)},
         "priorkit_calls": len(calls),
         "plan": walk_of(calls, "plan"),
-        # the plan or a part of it: counts and modules (its walk is long)
+        # the plan or a part of it (the targets): counts, modules and climbs (its walk is long)
         "plan_or_part": {k: v for k, v in walk_of(calls, "part").items() if k != "walk"},
         "all_modules": len({c.module for c in calls}),
         "upward_call_edges": upward_edges(calls),
@@ -275,6 +284,12 @@ def measure(variant: str, sentences: int) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> None:
     p, q = result["plan"], result["plan_or_part"]
     print(f"\n== {result['variant']}: {result['run']}")
+    ok = q["modules"] <= TARGETS["modules"] and q["climbs"] <= TARGETS["climbs"]
+    print(f"the plan or a part of it: modules {q['modules']}, climbs {q['climbs']} (targets: at most "
+          f"{TARGETS['modules']} and {TARGETS['climbs']}: {'met' if ok else 'MISSED'}), rises {q['rises']}")
+    print(f"    {', '.join(q['module_list'])}")
+    for c in q["climb_calls"]:
+        print(f"    climb: {c}")
     print(f"the plan's walk ({p['calls']} plan-carrying calls, {p['steps']} steps):")
     for i, step in enumerate(p["walk"], 1):
         funcs = ", ".join(step["functions"][:4]) + (", ..." if len(step["functions"]) > 4 else "")
@@ -283,8 +298,6 @@ def report(result: dict[str, Any]) -> None:
     print(f"  modules: {p['modules']}   climbs: {p['climbs']}   rises: {p['rises']}")
     for c in p["climb_calls"]:
         print(f"    climb: {c}")
-    print(f"the plan or a part of it: modules {q['modules']}, climbs {q['climbs']}, rises {q['rises']}")
-    print(f"    {', '.join(q['module_list'])}")
     print(f"every priorkit call of the tree: {result['priorkit_calls']} calls, {result['all_modules']} modules; "
           "upward edges (dispatch):")
     for edge, n in result["upward_call_edges"].items():
@@ -342,7 +355,7 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__,
-            "targets": {"modules": 12, "climbs": 3},
+            "targets": {**TARGETS, "of": "plan_or_part"},
             "layers": [{"layer": i + 1, "modules": names} for i, names in enumerate(LAYERS)],
             "sub_layers": INNER,
             "upward_imports": up,

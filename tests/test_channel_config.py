@@ -119,3 +119,25 @@ def test_a_channel_without_a_config_keeps_its_mapping_and_built_ins_are_refused_
 def test_every_shipped_pipeline_still_loads():
     for path in sorted((ROOT / "pipelines").glob("*.yaml")):
         load_config(path)
+
+
+def test_a_run_hands_its_channels_plain_data_not_its_prior_setting(tmp_path, plugin_env):
+    """training/wiring.channel_setting: the PriorSpec and each section as a mapping; a channel types
+    its own (so no part of the run's plan reaches channels/, benchmarks/plan_walk.py)."""
+    from priorkit.channels import ChannelSetting
+    from priorkit.providers.spec import PriorSpec
+    from priorkit.training.wiring import channel_setting
+
+    path = _pipeline(tmp_path, "match_weight: {weight: 3.0}\n").read_text().replace(
+        "  attention: null\n", "  attention: null\n  features: {dropout: 0.2}\n")
+    (tmp_path / "q.yaml").write_text(path)
+    prior = load_config(tmp_path / "q.yaml").prior
+    setting = channel_setting(prior)
+    assert isinstance(setting, ChannelSetting) and type(setting.spec()) is PriorSpec
+    assert setting.spec() == prior.spec() and (setting.provider, setting.params) == ("ontology", {"source": "hpo"})
+    assert setting.own == {"attention": None, "features": dataclasses.asdict(prior.features)}
+    assert setting.listed == {"match_weight": {"weight": 3.0, "provider": None, "params": None}}
+    features = CHANNELS["features"].section(setting)
+    assert features == prior.features and features is not prior.features  # the same values, typed afresh
+    assert CHANNELS["attention"].section(setting) is None
+    assert CHANNELS["match_weight"].section(setting).weight == 3.0

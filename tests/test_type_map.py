@@ -91,12 +91,14 @@ def test_silver_labels_take_their_own_map_else_the_pipelines_else_the_datas(tmp_
 
 def test_the_silver_check_reads_the_pipelines_map(tmp_path):
     from priorkit.supervision.silver.checks import type_problem
-    from priorkit.supervision.silver.config import SilverConfig
 
     labels = ["O", "B-Disease", "I-Disease"]
-    assert type_problem(SilverConfig(), labels, "task.labels") is None  # no map: the data's types, which it has
-    why = type_problem(SilverConfig(), labels, "task.labels", dict(MAP_BEFORE_47))
+    assert type_problem(None, True, labels, "task.labels") is None  # no map: the data's types, which it has
+    why = type_problem(None, True, labels, "task.labels", dict(MAP_BEFORE_47))
     assert why.startswith("maps mesh:D -> Chemical (task.dictionary_types), but the task has no such entity type")
+    assert type_problem({"hpo": "Chemical"}, True, labels, "task.labels", dict(MAP_BEFORE_47)).startswith(
+        "maps hpo -> Chemical, but")  # its own map first
+    assert type_problem(None, False, labels, "task.labels", dict(MAP_BEFORE_47)) is None  # no dictionary: no map read
 
 
 def test_the_calibration_and_the_report_stop_without_a_map(tmp_path):

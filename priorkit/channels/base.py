@@ -64,6 +64,33 @@ class TokenView:
     value_name: str
 
 
+@dataclasses.dataclass
+class ChannelSetting:
+    """What a prior setting hands its channels, as plain data: its :class:`PriorSpec` (what is
+    built: provider, parameters, layout, keys, ...) and each channel's section as a mapping,
+    typed by the channel when it asks (:meth:`Channel.section`).  A run's own sections (silver
+    labels, calibration, train fields) never reach a channel (training builds this:
+    ``priorkit.training.wiring.channel_setting``)."""
+
+    #: the prior's PriorSpec (``spec()`` gives it, as a pipeline's prior setting does)
+    prior_spec: Any
+    #: sections of their own (a prior setting's field named like the channel): name -> mapping or None
+    own: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: ``prior.channels``: name -> mapping
+    listed: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def spec(self) -> Any:
+        return self.prior_spec
+
+    @property
+    def provider(self) -> str | None:
+        return self.prior_spec.provider
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.prior_spec.params
+
+
 class Channel:
     """Base class of the channels; subclass it, set ``name``, write the methods you need."""
 
@@ -85,11 +112,15 @@ class Channel:
     # ---- making it -----------------------------------------------------------------
     @classmethod
     def section(cls, prior: Any) -> Any:
-        """The channel's own section of a prior setting, as its :attr:`config` (None when absent
-        or null): the setting's field named like the channel when it has one (a section of its
-        own, older than ``prior.channels``), else ``prior.channels[<name>]``."""
+        """The channel's own section of a prior setting (a :class:`ChannelSetting`, or a pipeline's
+        prior setting), as its :attr:`config` (None when absent or null): the setting's section
+        of its own named like the channel when it has one (older than ``prior.channels``), else
+        ``prior.channels[<name>]``."""
         if prior is None:
             return None
+        if isinstance(prior, ChannelSetting):
+            value = prior.own[cls.name] if cls.name in prior.own else prior.listed.get(cls.name)
+            return typed_section(cls, value)
         if has_own_section(prior, cls.name):
             return getattr(prior, cls.name)
         value = (getattr(prior, "channels", None) or {}).get(cls.name)
@@ -210,8 +241,10 @@ def register_channel(cls: type[Channel]) -> type[Channel]:
 
 
 def has_own_section(prior: Any, name: str) -> bool:
-    """Whether a prior setting has a field of its own for channel ``name`` (a dataclass field),
-    rather than an entry of ``prior.channels``."""
+    """Whether a prior setting has a field of its own for channel ``name`` (a dataclass field,
+    or a :class:`ChannelSetting`'s ``own``), rather than an entry of ``prior.channels``."""
+    if isinstance(prior, ChannelSetting):
+        return name in prior.own
     return dataclasses.is_dataclass(prior) and name in {f.name for f in dataclasses.fields(prior)}
 
 
@@ -246,14 +279,15 @@ def load_plugin_channels() -> None:
 
 def unknown_channels(prior: Any) -> list[str]:
     """The names in a prior setting's ``channels`` section that no channel answers to."""
-    names = list((getattr(prior, "channels", None) or {}))
+    names = list(prior.listed if isinstance(prior, ChannelSetting) else (getattr(prior, "channels", None) or {}))
     if any(n not in CHANNELS for n in names):
         load_plugin_channels()
     return [n for n in names if n not in CHANNELS or has_own_section(prior, n)]
 
 
 def channels_for(prior: Any, context: Context) -> list[Channel]:
-    """The channels a prior setting asks for, in registry order."""
+    """The channels a prior setting (a :class:`ChannelSetting`: a run hands plain data down)
+    asks for, in registry order."""
     unknown = unknown_channels(prior)
     if unknown:
         own = [n for n in CHANNELS if n not in listed_channels(prior)]

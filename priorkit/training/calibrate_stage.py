@@ -56,7 +56,10 @@ def reads_dictionary(prior: Any) -> bool:
     """Whether a setting has token features or silver labels that a dictionary labels (false for
     self-training without knowledge: no features, ``teacher.dictionary`` false)."""
     silver = prior.silver
-    return prior.features is not None or (silver is not None and silver.uses_dictionary)
+    from ..supervision.silver.config import uses_dictionary
+
+    return prior.features is not None or (silver is not None and uses_dictionary(
+        silver.teacher is not None, silver.teacher.dictionary if silver.teacher else None))
 
 
 def calibration_of(plan: RunPlan, splits: dict[str, Split], task_labels: list[str]

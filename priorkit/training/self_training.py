@@ -34,6 +34,7 @@ from ..errors import PriorkitError
 from ..jsonfile import write_json
 from . import ranks
 from ..config.checks import teacher_prior
+from ..supervision.silver.config import own_model
 from .data import Split
 from .layout import MODEL_DIR
 from .plan import RunPlan
@@ -76,7 +77,7 @@ def teacher_config(plan: RunPlan) -> Any:
 
     t = plan.prior.silver.teacher
     cfg = plan.cfg
-    if not t.own_model:
+    if not own_model(t.encoder, t.max_length, t.train):
         return cfg
     model = dataclasses.replace(cfg.model, name_or_path=t.encoder or cfg.model.name_or_path,
                                 max_length=t.max_length or cfg.model.max_length)
@@ -172,7 +173,7 @@ class SelfTraining:
         if self.teacher is None:  # no teacher.model: the setting without silver labels, trained first
             own = teacher_config(plan)  # an encoder, max length or train fields of its own, or the run's
             t = plan.prior.silver.teacher
-            if t.own_model:
+            if own_model(t.encoder, t.max_length, t.train):
                 self.record["teacher_model"] = {"encoder": own.model.name_or_path, "max_length": own.model.max_length,
                                                 "train": dict(t.train)}
             sub = _sub(plan, plan.run_dir / TEACHER_DIR, teacher_prior(plan.prior, ("prior",), plan.cfg), own)

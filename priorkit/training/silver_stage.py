@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..supervision.silver.checks import entity_types, resolved_config, type_problem
-from ..supervision.silver.config import SilverConfig
+from ..supervision.silver.config import SilverConfig, silver_source, uses_dictionary
 from . import ranks
 from ..config import ConfigError, PipelineConfig, PriorConfig
 from .data import Split
@@ -20,14 +20,16 @@ from .plan import RunPlan
 
 @dataclasses.dataclass
 class SilverRun:
-    """A run's silver labels: its (resolved) config and the silver rows."""
+    """A run's silver labels: its ``prior.silver`` section, the provider that labelled (the
+    section's, or the prior's when it names none) and the silver rows."""
 
     config: SilverConfig
+    provider: str | None
     rows: list[dict]
 
     def describe(self) -> dict[str, Any]:
         return {"sentences": len(self.rows), "recipe": self.config.recipe, "unmatched": self.config.unmatched,
-                "provider": self.config.provider, "weight": self.config.weight,
+                "provider": self.provider, "weight": self.config.weight,
                 "teacher": dataclasses.asdict(self.config.teacher) if self.config.teacher else None}
 
 
@@ -55,11 +57,12 @@ def check_settings(cfg: PipelineConfig, settings: dict[str, PriorConfig | None],
     for name, prior in settings.items():
         config = resolved_config(prior)
         if config is not None:
-            _check_types(cfg, name, config, task.labels)
+            _check_types(cfg, name, config.types, config.uses_dictionary, task.labels)
 
 
-def _check_types(cfg: PipelineConfig, name: str, config: SilverConfig, labels: list[str]) -> None:
-    why = type_problem(config, labels, "task.labels" if cfg.task.labels else "the tags of data.train",
+def _check_types(cfg: PipelineConfig, name: str, own: dict[str, str] | None, dictionary: bool,
+                 labels: list[str]) -> None:
+    why = type_problem(own, dictionary, labels, "task.labels" if cfg.task.labels else "the tags of data.train",
                        cfg.task.dictionary_types)
     if why:
         path = _types_path(cfg, name)
@@ -85,22 +88,28 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
     """The run's silver rows (None without ``prior.silver``), labelled through the store: by
     the dictionary, or with ``silver.teacher`` by the trained ``teacher`` folder (the run's own,
     or ``teacher.model``) merged with the dictionary."""
-    config = resolved_config(plan.prior)
+    # the section's values are read here and handed down plain: supervision/ never sees the plan
+    config = plan.prior.silver if plan.prior is not None else None
     if config is None:
         return None
     from ..providers.plugins import get_provider
     from ..supervision.silver.label import Labeller
     from ..supervision.silver.recipe import silver_rows
     from ..supervision.silver.store import SilverStore
+    from ..supervision.type_map import resolve_types
 
-    _check_types(plan.cfg, plan.prior_name, config, task.labels)  # the run's task: fitted on data.train already
+    name, params = silver_source(config.provider, config.params, plan.prior.provider, plan.prior.params)
+    dictionary = uses_dictionary(config.teacher is not None, config.teacher.dictionary if config.teacher else None)
+    _check_types(plan.cfg, plan.prior_name, config.types, dictionary, task.labels)  # task: fitted on data.train
     sentences = unlabeled_sentences(plan, splits)
     labeller: Any = None  # teacher.dictionary false: the dictionary is never built, let alone asked
-    if config.uses_dictionary:
-        provider = get_provider(config.provider, **(config.params or {}))
+    if dictionary:
+        provider = get_provider(name, **(params or {}))
         path = _types_path(plan.cfg, plan.prior_name)
-        labeller = Labeller(provider, config.type_map(plan.cfg.task.dictionary_types, provider.match_groups,
-                                                      entity_types(task.labels), who=f"{plan.cfg.where(path)}: {path}"))
+        types = resolve_types(config.types if config.types is not None else plan.cfg.task.dictionary_types,
+                              provider.match_groups, entity_types(task.labels),
+                              field="prior.silver.types or task.dictionary_types", who=f"{plan.cfg.where(path)}: {path}")
+        labeller = Labeller(provider, types)
     if config.teacher is not None:
         from ..inference import load_model
         from ..supervision.silver.teacher import TeacherLabeller
@@ -115,7 +124,7 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
 
         t = config.teacher
         counts = ranks.on_main(fill_store, store, sentences, config.chunk_size, t.engine, t.workers, t.scheduler,
-                               dictionary=(config.provider, config.params) if labeller.dictionary else None)
+                               dictionary=(name, params) if labeller.dictionary else None)
     else:
         counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait
     if log is not None and counts:
@@ -125,7 +134,7 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
     weight = 1.0 if config.weight == "auto" else float(config.weight)  # auto: resolved by calibrate_run
     low = None if config.unmatched_weight in (None, "auto") else float(config.unmatched_weight)
     rows = silver_rows(sentences, store.tags_for(sentences), task._index, config.unmatched, weight, low)
-    return SilverRun(config, rows)
+    return SilverRun(config, name, rows)
 
 
 def one_pass(plan: RunPlan, **train: Any) -> RunPlan:

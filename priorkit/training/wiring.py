@@ -93,7 +93,25 @@ def make_channels(cfg: PipelineConfig, prior: PriorConfig | None, tokenizer: Any
     from ..channels import Context, channels_for
 
     path = cache_path(cfg, prior)
-    return channels_for(prior, Context(tokenizer, cfg.model.max_length, cache=str(path) if path else None))
+    return channels_for(channel_setting(prior), Context(tokenizer, cfg.model.max_length, cache=str(path) if path else None))
+
+
+def channel_setting(prior: PriorConfig) -> Any:
+    """The prior setting as its channels get it: plain data (a :class:`~priorkit.channels.ChannelSetting`:
+    the PriorSpec and each channel's section as a mapping), read here so that no part of the run's
+    plan goes down to the channels (the run's silver labels, calibration and train fields stay here)."""
+    import dataclasses
+
+    from ..channels.base import CHANNELS, ChannelSetting
+    from ..providers.spec import FIELDS, PriorSpec
+
+    def plain(value: Any) -> Any:
+        return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else (
+            dict(value) if isinstance(value, dict) else value)
+
+    own = {f.name: plain(getattr(prior, f.name)) for f in dataclasses.fields(prior) if f.name in CHANNELS}
+    return ChannelSetting(PriorSpec(**{name: plain(getattr(prior, name)) for name in FIELDS}), own,
+                          {name: plain(section) for name, section in (prior.channels or {}).items()})
 
 
 def make_collator(cfg: PipelineConfig, tokenizer: Any, channels: Any = ()):

@@ -29,11 +29,10 @@ class FeatureChannel(Channel):
 
     @classmethod
     def from_setting(cls, prior: Any, context: Context) -> "FeatureChannel | None":
-        from .checks import resolved_config
-
-        config = resolved_config(prior)
-        if config is None:
+        section = cls.section(prior)
+        if section is None:
             return None
+        config = section.resolved(prior.provider, prior.params)  # provider null: the prior's
         from .builder import FeatureBuilder
         from ...providers.plugins import get_provider
 

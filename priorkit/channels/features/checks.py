@@ -19,8 +19,8 @@ def resolved_config(prior: Any) -> FeatureConfig | None:
 def gives_nothing(prior: Any) -> bool:
     """Whether a prior setting gives the model nothing: no features, attention, silver labels or
     channels (a model without knowledge)."""
-    return (resolved_config(prior) is None and prior.attention is None and getattr(prior, "silver", None) is None
-            and not getattr(prior, "channels", None))
+    return (getattr(prior, "features", None) is None and prior.attention is None
+            and getattr(prior, "silver", None) is None and not getattr(prior, "channels", None))
 
 
 def config_problems(prior: Any, task_type: str) -> list[tuple[tuple, str]]:

@@ -31,21 +31,22 @@ def task_types(types: dict[str, str], tags: Iterable[str]) -> dict[str, str]:
     return {g: t for g, t in types.items() if t in have}
 
 
-def type_problem(config: SilverConfig, labels: Sequence[str], where_labels: str,
+def type_problem(own: dict[str, str] | None, dictionary: bool, labels: Sequence[str], where_labels: str,
                  pipeline: dict[str, str] | None = None) -> str | None:
-    """A message when the type map (``types``, else the pipeline's ``task.dictionary_types``)
-    names an entity type the task does not have (None when no dictionary labels anything, or when
-    neither map is set: then the map is read off the data's entity types, which the task has)."""
-    if not config.uses_dictionary:
+    """A message when the silver labels' type map (``own``: ``silver.types``, else the pipeline's
+    ``task.dictionary_types``) names an entity type the task does not have (None when no
+    dictionary labels anything, or when neither map is set: then the map is read off the data's
+    entity types, which the task has)."""
+    if not dictionary:
         return None
-    types = config.types if config.types is not None else pipeline
+    types = own if own is not None else pipeline
     if types is None:
         return None
     have = entity_types(labels)
     wrong = [f"{g} -> {t}" for g, t in types.items() if t not in have]
     if not wrong:
         return None
-    default = " (task.dictionary_types)" if config.types is None else ""
+    default = " (task.dictionary_types)" if own is None else ""
     return (f"maps {', '.join(wrong)}{default}, but the task has no such entity type; its types "
             f"({where_labels}) are {', '.join(sorted(have)) or 'none'}: map each group to one of them")
 
@@ -63,7 +64,7 @@ def config_problems(prior: Any, task_type: str, labels: Sequence[str] | None,
     if out or not config.uses_dictionary:  # teacher.dictionary false: no provider, no type map is read
         return out
     if labels is not None:
-        why = type_problem(config, labels, "task.labels", pipeline)
+        why = type_problem(config.types, config.uses_dictionary, labels, "task.labels", pipeline)
         if why:
             return [(("silver", "types"), why)]
     from ...providers.plugins import get_provider

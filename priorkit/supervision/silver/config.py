@@ -71,7 +71,7 @@ class TeacherConfig:
     @property
     def own_model(self) -> bool:
         """Whether the teacher trains with a model or training fields of its own."""
-        return self.encoder is not None or self.max_length is not None or bool(self.train)
+        return own_model(self.encoder, self.max_length, self.train)
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -150,14 +150,12 @@ class SilverConfig:
     def uses_dictionary(self) -> bool:
         """Whether a dictionary labels anything: without a teacher it is the labeller, with one
         only when ``teacher.dictionary`` is true (false: the teacher's labels alone)."""
-        return self.teacher is None or bool(self.teacher.dictionary)
+        return uses_dictionary(self.teacher is not None, self.teacher.dictionary if self.teacher else None)
 
     def resolved(self, provider: str, params: dict[str, Any] | None) -> "SilverConfig":
         """This config with ``provider``/``params`` filled in from the prior's (when null)."""
-        if self.provider is None:
-            return dataclasses.replace(self, provider=provider,
-                                       params=dict(params or {}) if self.params is None else self.params)
-        return dataclasses.replace(self, params={} if self.params is None else self.params)
+        provider, params = silver_source(self.provider, self.params, provider, params)
+        return dataclasses.replace(self, provider=provider, params=params)
 
     def type_map(self, pipeline: dict[str, str] | None, groups: Any, entity_types: Any, who: str = "silver labels"
                  ) -> dict[str, str]:
@@ -198,3 +196,24 @@ class SilverConfig:
             out.append(("weight" if self.weight != 1.0 else "ratio",
                         "applies to recipe: mix only (then-gold trains on silver alone, then on gold)"))
         return out
+
+
+# ---- the rules above as plain functions: the run's stages hand plain values down (issue 47) ----
+def silver_source(provider: str | None, params: dict[str, Any] | None, prior_provider: str | None,
+                  prior_params: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """The silver labels' provider and parameters: ``provider`` null takes the prior's (and its
+    parameters unless ``params`` is given); ``params`` null is {} for a provider of its own."""
+    if provider is None:
+        return prior_provider, dict(prior_params or {}) if params is None else params
+    return provider, {} if params is None else params
+
+
+def uses_dictionary(has_teacher: bool, teacher_dictionary: bool | None) -> bool:
+    """Whether a dictionary labels anything: always without a teacher, with one when its
+    ``dictionary`` is true."""
+    return not has_teacher or bool(teacher_dictionary)
+
+
+def own_model(encoder: str | None, max_length: int | None, train: dict[str, Any] | None) -> bool:
+    """Whether a teacher trains with a model or training fields of its own."""
+    return encoder is not None or max_length is not None or bool(train)
