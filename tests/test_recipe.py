@@ -275,3 +275,24 @@ def test_a_conll_document_is_tagged_on_its_own_words_as_predict_tags_them(sweep)
             for s, r in zip(tagged.sentences, recipe.predict(words)) for x in spans(r["tags"])]
     assert want and [(e.start, e.end, e.type) for e in tagged.entities] == want
     assert all(doc.text[e.start:e.end] == e.text for e in tagged.entities)
+
+
+def test_priorkit_recipe_trains_what_the_arm_needs_then_exports(sweep, tmp_path):
+    """One fraction and seed of a fresh output folder: the arm's two settings trained, the arm
+    scored, the folder written; a second call keeps the valid runs."""
+    from priorkit.cli import cli
+    from priorkit.training.predictions import read_predictions
+
+    runs = tmp_path / "runs"
+    args = ["recipe", str(sweep["pipeline"]), "--arm", "mixed", "--set", f"output_dir={runs}",
+            "--out", str(tmp_path / "r")]
+    res = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in runs.iterdir()) == ["features", "mixed", "none"]  # nothing else trained
+    tags = [r["tags"] for r in priorkit.load_model(tmp_path / "r").predict(_words(sweep["test"]))]
+    assert tags == read_predictions(runs / "mixed" / "frac1" / "seed0", "test")[0]
+    again = CliRunner().invoke(cli, args + ["--force"], catch_exceptions=False)
+    assert again.exit_code == 0 and "train: skipped" in again.output and "post-hoc: skipped" in again.output
+    res = CliRunner().invoke(cli, ["export", str(sweep["pipeline"]), "--arm", "nope", "--out", str(tmp_path / "x")])
+    assert isinstance(res.exception, PriorkitError)  # main() prints it as one line, exit 1
+    assert "p.yaml:14: no post-hoc arm 'nope'; the arms are mixed, mixed-doc" in str(res.exception)
