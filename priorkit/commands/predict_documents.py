@@ -97,8 +97,8 @@ def predict_documents(ctx: click.Context, model_dir: str, inputs: Sequence[str],
         return
     where = f", {summary.engine.get('workers')} Dask workers" if summary.engine.get("engine") == "dask" else ""
     resumed = f" ({summary.resumed} committed before, resumed)" if summary.resumed else ""
-    click.echo(f"tagged {summary.tagged} documents to {out} in {summary.seconds:.1f} s ({summary.rate:.1f} doc/s"
-               f"{where}); {summary.documents} in the file{resumed}", err=True)
+    click.echo(f"tagged {summary.tagged} documents to {out} in {summary.seconds:.1f} s ({summary.rate:.1f} doc/s "
+               f"once loaded{where}); {summary.documents} in the file{resumed}", err=True)
 
 
 class Skipped:

@@ -43,11 +43,17 @@ class TagSummary:
     chunks: int = 0  # committed by this run
     bytes: int = 0
     seconds: float = 0.0
+    steady_documents: int = 0  # tagged after the first chunk came back (the model loaded, a cluster up) ...
+    steady_seconds: float = 0.0  # ... and the time they took
     already_done: bool = False
     engine: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def rate(self) -> float:
+        """Documents per second once the first chunk came back (loading left out); the whole run's
+        rate when it had one chunk only."""
+        if self.steady_documents and self.steady_seconds > 0:
+            return self.steady_documents / self.steady_seconds
         return self.tagged / self.seconds if self.seconds > 0 else 0.0
 
 
@@ -136,6 +142,11 @@ def tag_corpus(documents: Iterable[Document], job: Job, writer: Writer, *, out: 
                     stream.flush()  # type: ignore[union-attr]
                 summary.tagged += n
                 summary.chunks += 1
+                now = time.perf_counter()
+                if summary.chunks == 1:
+                    t_first = now
+                else:
+                    summary.steady_documents, summary.steady_seconds = summary.steady_documents + n, now - t_first
                 shown.update(n, last)
                 if on_commit is not None:
                     on_commit(summary.resumed + summary.tagged)
