@@ -11,6 +11,8 @@ batch size that is fastest for it on a calibration slice (1, 8, 32, 64):
   a JSON Lines file in committed chunks;
 * ``recipe``: the two-member recipe with the dictionary steps (mix 0.6/0.4, Viterbi, fragments,
   document pass);
+* ``plain``: ``tag_corpus`` with the model trained without knowledge (no channel: what priorkit's
+  streaming, segmentation, decoding and writing cost over the pipeline);
 * ``dictionary``: the HPO+MeSH matcher alone (its matches as tags), no model.
 
 Times exclude loading (each system is warmed on the calibration slice first); the measured runs
@@ -81,6 +83,7 @@ def main() -> None:
         return run
 
     features = priorkit.load_model(tc.FEATURES)
+    plain = priorkit.load_model(tc.NONE)
     recipe = priorkit.load_model(tc.RECIPE)
     dictionary = recipe.dictionary if getattr(recipe, "dictionary", None) is not None else None
     if dictionary is None:
@@ -94,7 +97,7 @@ def main() -> None:
             dictionary.tags(dictionary.sentence_matches(sents), sents)
 
     systems = {"hf": run_hf, "features": priorkit_runner(features), "recipe": priorkit_runner(recipe),
-               "dictionary": run_dictionary}
+               "plain": priorkit_runner(plain), "dictionary": run_dictionary}
     chosen = {}
     for name, fn in systems.items():  # warm up, and choose each one's batch size on the slice
         if name == "dictionary":
@@ -123,6 +126,7 @@ def main() -> None:
             batch_size=chosen[name], seconds=round(best[name], 2), sentences_per_second=round(len(texts) / best[name], 1))
     result["ratio_features_to_hf"] = round(best["features"] / best["hf"], 3)
     result["ratio_recipe_to_hf"] = round(best["recipe"] / best["hf"], 3)
+    result["ratio_plain_to_hf"] = round(best["plain"] / best["hf"], 3)
     result["targets"] = {"features": 1.3, "recipe": 2.4}
     print(f"features / hf = {result['ratio_features_to_hf']:.2f} (target 1.3); "
           f"recipe / hf = {result['ratio_recipe_to_hf']:.2f} (target 2.4)")
