@@ -16,7 +16,7 @@ batch size that is fastest for it on a calibration slice (1, 8, 32, 64):
 * ``dictionary``: the HPO+MeSH matcher alone (its matches as tags), no model.
 
 Times exclude loading (each system is warmed on the calibration slice first); the measured runs
-are interleaved (hf, features, recipe, dictionary, then again) and each system's faster round is
+are interleaved (hf, features, recipe, plain, dictionary, then again) and each system's faster round is
 kept.  Targets: features <= 1.3x hf's time, recipe <= 2.4x.
 
     /work/shared/bin/exclusive .venv/bin/python benchmarks/tag_throughput.py --sentences 2000
