@@ -24,7 +24,6 @@ kept.  Targets: features <= 1.3x hf's time, recipe <= 2.4x.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import tempfile
 import time
