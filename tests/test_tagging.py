@@ -289,13 +289,17 @@ def test_a_run_started_locally_is_finished_on_dask(ner_model, corpus, reference,
             raise KeyboardInterrupt
 
     fp = run_fingerprint(ner_model, [corpus], {"chunk_size": 25, "batch_size": 16})
-    job = model_job(ner_model, JsonWriter, batch_size=16, threads=1)
+    job = model_job(ner_model, JsonWriter, batch_size=16)  # no thread count: each worker's own (--nthreads)
+    import torch
+
+    client.run(torch.set_num_threads, 2)
     with pytest.raises(KeyboardInterrupt):
         tag_corpus(jsonl_documents(corpus), job, JsonWriter(), out=out, fingerprint=fp, chunk_size=25,
                    progress=False, on_commit=stop)
     summary = tag_corpus(jsonl_documents(corpus), job, JsonWriter(), out=out, fingerprint=fp, chunk_size=25,
                          engine=DaskEngine(client=client), progress=False)
     assert summary.resumed == 150 and out.read_bytes() == reference
+    assert set(client.run(torch.get_num_threads).values()) == {1}  # the workers' one thread, not every core
 
 
 def test_a_worker_error_stops_the_run_with_its_message(corpus, client, tmp_path):

@@ -89,6 +89,17 @@ def apply(job: Job, chunk: Any) -> ChunkResult:
     return ChunkResult(value, time.perf_counter() - t0, socket.gethostname(), os.getpid(), _BUILDS[job.key])
 
 
+def dask_worker_threads() -> int | None:
+    """The thread count of the Dask worker running this task (``dask worker --nthreads N``), or
+    None outside one: a model on a cluster's worker takes that many torch threads, not every core."""
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
 def length_order(docs: Sequence[Document]) -> list[int]:
     """Indices of ``docs`` by text length (stable: equal lengths keep input order)."""
     return sorted(range(len(docs)), key=lambda i: len(docs[i].text))
@@ -130,4 +141,4 @@ def build_chunk_tagger(make_tagger: Callable[[], Tagger], make_writer: Callable[
 
 
 __all__ = ["Job", "ChunkResult", "Tagger", "Writer", "apply", "built", "tag_chunk", "length_order", "render",
-           "ChunkTagger", "build_chunk_tagger", "MAX_BUILT"]
+           "dask_worker_threads", "ChunkTagger", "build_chunk_tagger", "MAX_BUILT"]

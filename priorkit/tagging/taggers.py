@@ -62,6 +62,9 @@ def load_tagger(folder: str, batch_size: int = 32, device: str | None = None, th
 
     from ..inference import load_model
 
+    from .jobs import dask_worker_threads
+
+    threads = threads or dask_worker_threads()
     if threads:
         torch.set_num_threads(int(threads))
     check_device(device)

@@ -64,8 +64,11 @@ def build_teacher(recipe: TeacherRecipe) -> Callable[[Sequence[Sequence[str]]], 
     from ..supervision.silver.label import Labeller
     from ..supervision.silver.teacher import TeacherLabeller
 
-    if recipe.threads:
-        torch.set_num_threads(recipe.threads)
+    from .jobs import dask_worker_threads
+
+    threads = recipe.threads or dask_worker_threads()
+    if threads:
+        torch.set_num_threads(threads)
     where = f"{socket.gethostname()} (PID {os.getpid()})"
     dictionary = None
     if recipe.dictionary is not None:
