@@ -115,6 +115,11 @@ def export_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, o
     base = read_json(dirs[arm.of] / METRICS_FILE) or {}
     mixed = [read_json(dirs[n] / METRICS_FILE) or {} for n in arm.mix]
     key = posthoc._key(cfg, arm, base, splits, mixed, typed.types if typed is not None else None)
+    scored = sorted((metrics.get("metrics") or {}))
+    if scored != sorted(cfg.evaluate):
+        raise PriorkitError(f"{arm_dir / METRICS_FILE}: the arm was scored on {', '.join(scored) or 'nothing'}, the "
+                            f"pipeline evaluates {', '.join(cfg.evaluate)}; pass --set evaluate=[{','.join(scored)}] (and sweep.split) "
+                            "to export those scores, or score the arm again (priorkit sweep ... --force)")
     if metrics.get("posthoc_key") != key:
         raise PriorkitError(f"{arm_dir / METRICS_FILE}: the arm's scores are not those of the kept models and "
                             f"settings now (another key); score it again: `priorkit sweep ... --force`")
