@@ -90,3 +90,22 @@ def test_provider_names_are_found_nested_in_descriptions():
                  "channels": {"features": {"config": {"provider": None}, "provider": {"name": "random-spans",
                                                                                       "params": {"provider": "x"}}}}}
     assert provider_names(described) == {"calibrated", "meddict", "random-spans", "x"}
+
+
+def test_a_folder_saved_before_the_record_with_a_calibrated_channel_loads_here():
+    """A features channel's description holds its providers' describe() beside its config; there an
+    inner ``provider`` key carries a fingerprint (``ontology-<hash>``), not a registered name. A
+    folder saved before the plug-ins record (bc5cdr-mix's seed-0 model of this session) must load
+    when every provider its settings name is here, and still fail on one that is not."""
+    from priorkit.errors import PluginError
+    from priorkit.inference.plugins_needed import check_plugins
+
+    calibrated = {"provider": "ontology", "params": {"source": "hpo+mesh"}, "drop": [["acth", "mesh:D"]]}
+    info = {"prior": {"provider": "ontology", "plugin": "ontology", "fingerprint": "ontology-931856d4e9785ebf"},
+            "channels": {"features": {"config": {"provider": "calibrated", "params": calibrated},
+                                      "provider": {"name": "calibrated", "params": {
+                                          "provider": {"name": "ontology", "provider": "ontology-931856d4e9785ebf"}}}}}}
+    check_plugins(info, "old-model/priorkit.json")  # no error: ontology and calibrated are loaded here
+    info["channels"]["features"]["config"]["provider"] = "meddict"
+    with pytest.raises(PluginError, match="provider 'meddict'"):
+        check_plugins(info, "old-model/priorkit.json")

@@ -32,6 +32,18 @@ def provider_names(obj: Any) -> set[str]:
     return found
 
 
+def _settings_providers(prior: Mapping[str, Any], channels: Mapping[str, Any]) -> set[str]:
+    """The provider names an older folder's settings give: the prior's provider and those its
+    channels' ``config`` sections name.  A channel's description beside its config also holds
+    its providers' ``describe()`` (fingerprints such as ``ontology-931856d4e9785ebf`` under a
+    ``provider`` key), which name no registered provider and are left out."""
+    names = {prior["provider"]} if isinstance(prior.get("provider"), str) else set()
+    for ch in channels.values():
+        if isinstance(ch, Mapping) and isinstance(ch.get("config"), Mapping):
+            names |= provider_names(ch["config"])
+    return names
+
+
 def plugins_used(prior: Mapping[str, Any] | None, channels: Mapping[str, Any]) -> list[dict[str, Any]]:
     """priorkit.json's ``plugins``: for each plug-in a provider or a channel of the model comes
     from, its name, source (a plug-in file, or the installed distribution and entry point),
@@ -89,7 +101,7 @@ def check_plugins(info: Mapping[str, Any], where: Any) -> None:
                          f"here{why}; {at}: {_what_to_do(r.get('source'))}")
     if not recorded:  # a folder saved before the record: the providers it names, and the prior's plug-in
         prior = info.get("prior") or {}
-        for name in sorted(provider_names({"prior": prior, "channels": info.get("channels") or {}}) - known):
+        for name in sorted(_settings_providers(prior, info.get("channels") or {}) - known):
             plugin = prior.get("plugin") if prior.get("provider") == name else None
             lines.append(f"provider {name!r}{f' of plug-in {plugin!r}' if plugin else ''}, which is not loaded here "
                          "(the folder predates the record of where its plug-ins came from): " + _what_to_do(None))
