@@ -13,7 +13,7 @@ import click
 from .errors import PriorkitError, ProviderParameterError
 
 #: modules under priorkit.commands that define ``add_commands(cli)``
-COMMAND_MODULES = ("registry", "show", "cache", "eval_prior", "pipeline", "predict", "recipe")
+COMMAND_MODULES = ("registry", "show", "cache", "eval_prior", "pipeline", "predict", "recipe", "score")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})

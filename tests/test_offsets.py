@@ -125,3 +125,25 @@ def test_both_sides_of_the_comparison_with_a_real_tagger(tmp_path, tiny_bert_dir
         assert scores.overall.tp + scores.overall.fn == n_gold
     with pytest.raises(DataFormatError):
         score_files(raw, tmp_path / "tagged-conll.jsonl")
+
+
+def test_priorkit_score_prints_the_offset_scores_of_two_files(tmp_path):
+    """The command line's ``priorkit score``: a copy of the gold with one entity dropped and one
+    retyped scores as offset_scores says, in the table and as JSON."""
+    from click.testing import CliRunner
+
+    from priorkit.cli import cli
+
+    gold = write_rebuilt_documents(TEST, tmp_path / "gold.jsonl", per_document=50)
+    records = [json.loads(line) for line in gold.read_text().splitlines()][:3]
+    (tmp_path / "gold3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    records[0]["entities"] = records[0]["entities"][1:]
+    records[1]["entities"][0]["type"] = {"Chemical": "Disease", "Disease": "Chemical"}[records[1]["entities"][0]["type"]]
+    (tmp_path / "pred.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    expected = score_files(tmp_path / "gold3.jsonl", tmp_path / "pred.jsonl")
+    assert (expected.overall.fp, expected.overall.fn) == (1, 2)
+    result = CliRunner().invoke(cli, ["score", str(tmp_path / "gold3.jsonl"), str(tmp_path / "pred.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == json.loads(json.dumps(expected.as_dict()))
+    table = CliRunner().invoke(cli, ["score", str(tmp_path / "gold3.jsonl"), str(tmp_path / "pred.jsonl")])
+    assert table.exit_code == 0 and f"{expected.overall.f1:7.4f}" in table.output.splitlines()[1]

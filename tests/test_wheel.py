@@ -40,10 +40,6 @@ SKIP = {".git", ".venv", "runs", "out", "build", "dist", "__pycache__", ".pytest
 KNOWN_UNREACHABLE: dict[str, str] = {
     "priorkit.evaluation.dictionary_baseline": "imported only by benchmarks/dictionary_baseline.py and the tests; "
     "the sweep is to use it (issue 47), or it leaves the package",
-    **{f"priorkit.documents.{m}": "issue 45's documents in and out (docs/tagging.md: `from priorkit.documents "
-       "import read_documents`), committed before the command that reads and writes files with them; or a root "
-       "of their own in priorkit/__init__.py's lazy table"
-       for m in ("biocfile", "conll", "files", "pubtator", "readers", "writers")},
 }
 
 
@@ -180,7 +176,7 @@ def test_every_module_in_the_wheel_is_reachable_from_the_package(wheel_files):
     assert fixed == [], f"reachable now (or gone), take them off tests/test_wheel.py's KNOWN_UNREACHABLE: {fixed}"
     # the check reads the string tables: without them the commands and the lazy attributes look unused
     plain = {m: imports.get(m, set()) & modules for m in modules}
-    assert {"priorkit.commands.predict", "priorkit.inference.predictor"} <= set(unreachable(modules, roots, plain))
+    assert {"priorkit.commands.predict", "priorkit.commands.score"} <= set(unreachable(modules, roots, plain))
 
 
 def test_the_reachability_check_catches_a_module_only_tools_import(tmp_path):
