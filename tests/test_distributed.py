@@ -217,7 +217,7 @@ def test_cli_scheduler_address(tmp_path, client, xia2021):
 
 
 def test_pipeline_precompute_section_chooses_the_engine(tmp_path, client, minilm_path, xia2021):
-    """A pipeline's ``precompute: {engine: dask, scheduler: ...}`` fills its cache on Dask workers
+    """A pipeline's ``engine: {type: dask, scheduler: ...}`` fills its cache on Dask workers
     (here the module's cluster, by address) with exactly what the local engine stores."""
     from priorkit.config import config_from_dict
     from priorkit.training.steps import run_pipeline
@@ -228,15 +228,15 @@ def test_pipeline_precompute_section_chooses_the_engine(tmp_path, client, minilm
             "model": {"name_or_path": str(minilm_path), "max_length": 32},
             "data": {"train": {"source": "stsb", "split": "dev", "limit": 80},
                      "eval": {"source": "stsb", "split": "dev", "limit": 8}},
-            "prior": {"name": "paper", "preset": "paper"}, "precompute": precompute,
+            "prior": {"name": "paper", "preset": "paper"}, "engine": precompute,
             "train": {"progress": False},
         })
         outcome = run_pipeline(cfg, steps=("precompute",), log=lambda s: None).outcomes[0]
         assert outcome.status == "done", outcome
         return tmp_path / name / "cache" / "priors.duckdb"
 
-    dask = run("dask", {"engine": "dask", "scheduler": client.scheduler.address, "shard_size": 500})
-    local = run("local", {"engine": "local", "batch_size": 900})
+    dask = run("dask", {"type": "dask", "scheduler": client.scheduler.address, "batch_size": 500})
+    local = run("local", {"type": "local", "batch_size": 900})
     fp = xia2021.fingerprint
     assert _same_values(_stored(dask, fp), _stored(local, fp)) and len(_stored(dask, fp)) > 1_000
     message = PriorCache(dask, read_only=True).runs()[0]["message"]

@@ -141,25 +141,32 @@ def test_config_error_for_data_source_and_yaml_syntax(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
-def test_precompute_section_picks_the_engine(tmp_path):
+def test_engine_section_picks_the_engine(tmp_path):
     path = _write(tmp_path / "p.yaml", """
         data:
           train: {source: stsb}
           eval: {source: stsb, split: dev}
-        precompute:
-          engine: dask
+        engine:
+          type: dask
           scheduler: tcp://10.0.0.5:8786
-          shard_size: 5000
+          batch_size: 5000
     """)
-    pc = load_config(path).precompute
-    assert pc.engine_options() == {"workers": None, "scheduler": "tcp://10.0.0.5:8786", "shard_size": 5000,
+    ec = load_config(path).engine
+    assert ec.engine_options() == {"workers": None, "scheduler": "tcp://10.0.0.5:8786", "shard_size": 5000,
                                    "shard_dir": None}
-    assert load_config(path, ["precompute.engine=local"]).precompute.engine_options() == {"batch_size": 50_000}
-    ray = _write(tmp_path / "ray.yaml", path.read_text().replace("engine: dask", "engine: ray"))
-    with pytest.raises(ConfigError, match=rf"^{ray}:5: precompute.engine: "):
+    assert ec.teacher_options() == {"engine": "dask", "workers": None, "scheduler": "tcp://10.0.0.5:8786"}
+    # batch_size null: each engine's own default (50,000 pairs a transaction, 20,000 a shard)
+    assert load_config(path, ["engine.type=local", "engine.batch_size=null"]).engine.engine_options() == {
+        "batch_size": 50_000}
+    assert load_config(path, ["engine.batch_size=null"]).engine.engine_options()["shard_size"] == 20_000
+    ray = _write(tmp_path / "ray.yaml", path.read_text().replace("type: dask", "type: ray"))
+    with pytest.raises(ConfigError, match=rf"^{ray}:5: engine.type: "):
         load_config(ray)
-    with pytest.raises(ConfigError, match=r"^--set precompute.workers=0: precompute.workers: must be at least 1"):
-        load_config(path, ["precompute.workers=0"])
+    with pytest.raises(ConfigError, match=r"^--set engine.workers=0: engine.workers: must be at least 1"):
+        load_config(path, ["engine.workers=0"])
+    old = _write(tmp_path / "old.yaml", path.read_text().replace("engine:", "precompute:"))
+    with pytest.raises(ConfigError, match=rf"^{old}:4: precompute: was removed: the precompute section is the engine "):
+        load_config(old)
 
 
 def test_override_errors_name_the_override(tmp_path):
@@ -315,8 +322,8 @@ def test_interrupted_training_resumes_to_the_same_model(tmp_path, tiny_model):
 
     def cfg(sub):
         return config_from_dict(stsb_config(tmp_path / sub, tiny_model, train={
-            "epochs": 2, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "save": "steps",
-            "save_steps": 3, "threads": 1}))
+            "epochs": 2, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "save": 3,
+            "threads": 1}))
 
     reference = run_pipeline(cfg("ref"), steps=("train", "evaluate"), log=lambda s: None)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -570,7 +577,7 @@ def test_hf_dataset_ids_need_the_datasets_package(tmp_path):
         pass
     else:
         pytest.skip("datasets is installed; the Hub is unreachable here")
-    cfg = config_from_dict({"name": "hf", "data": {"train": {"hf": "glue", "hf_config": "stsb", "split": "train"},
+    cfg = config_from_dict({"name": "hf", "data": {"train": {"source": "hf:glue:stsb", "split": "train"},
                                                     "eval": {"source": "stsb", "split": "dev"}}})
     with pytest.raises(ResourceError, match=r"pip install datasets"):
         load_data(cfg)

@@ -1,6 +1,6 @@
 """Self-training's teacher labelling on the tagging engines (priorkit/tagging/teacher.py,
-``prior.silver.teacher.engine``): on a real Dask LocalCluster of 2 workers the silver store gets
-the shards local labelling writes, byte for byte; a pipeline run with ``engine: dask`` labels
+the pipeline's ``engine`` section): on a real Dask LocalCluster of 2 workers the silver store gets
+the shards local labelling writes, byte for byte; a pipeline run with ``engine: {type: dask}`` labels
 through the workers, with the run's key unchanged.  Tiny real teacher: a 2-layer BERT trained on
 a few CoNLL sentences; the dictionary: the mini ontology fixture."""
 from __future__ import annotations
@@ -93,32 +93,34 @@ def test_a_worker_that_sees_another_teacher_stops_with_both_fingerprints(teacher
         list(DaskEngine(client=client).map(job, [[["Aspirin", "causes", "nausea"]]]))
 
 
-def _pipeline(tmp_path: Path, tiny_bert_dir: Path, teacher: Path, **engine) -> dict:
-    return {
+def _pipeline(tmp_path: Path, tiny_bert_dir: Path, teacher: Path, engine: dict | None = None, **own) -> dict:
+    return {**({"engine": engine} if engine is not None else {}),
         "name": "tiny-st", "output_dir": str(tmp_path / "runs"),
         "model": {"name_or_path": str(tiny_bert_dir), "max_length": 48},
         "task": {"type": "token-classification"},
         "data": {"train": {"source": "bc5cdr", "split": "train", "limit": 40},
                  "eval": {"source": "bc5cdr", "split": "devel", "limit": 8}},
         "prior": {"name": "st", "provider": "ontology", "params": {"path": str(MINI)}, "cache": None,
-                  "attention": None, "silver": {"recipe": "mix", "types": {"mini": "Disease"}, "chunk_size": 8,
-                                                "teacher": {"model": str(teacher), "threshold": 0.3, **engine}}},
+                  "attention": None, "silver": {"recipe": "mix", "types": {"mini": "Disease"},
+                                                "teacher": {"model": str(teacher), "threshold": 0.3, **own}}},
         "train": {"epochs": 1, "batch_size": 8, "learning_rate": 1e-3, "progress": False, "threads": 1,
                   "save": "no", "fraction": 0.25, "seed": 3},
     }
 
 
 def test_a_pipeline_with_a_dask_teacher_labels_what_a_local_one_does(tmp_path, tiny_bert_dir, teacher,
-                                                                    one_torch_thread, caplog):
+                                                                    one_torch_thread, caplog, monkeypatch):
     import logging
 
+    from priorkit.training import silver_stage
     from priorkit.training.data import load_data
     from priorkit.training.plan import plan_for_run
     from priorkit.training.steps import run_pipeline
 
     local_cfg = config_from_dict(_pipeline(tmp_path / "local", tiny_bert_dir, teacher))
-    dask_cfg = config_from_dict(_pipeline(tmp_path / "dask", tiny_bert_dir, teacher, engine="dask", workers=2))
-    assert dask_cfg.prior.silver.teacher.engine == "dask"
+    dask_cfg = config_from_dict(_pipeline(tmp_path / "dask", tiny_bert_dir, teacher, {"type": "dask", "workers": 2}))
+    assert dask_cfg.engine.teacher_options() == {"engine": "dask", "workers": 2, "scheduler": None}
+    monkeypatch.setattr(silver_stage, "CHUNK_SIZE", 8)  # several shards of the store (2000 a shard otherwise)
     run_pipeline(local_cfg, steps=("train",), log=lambda s: None)
     with caplog.at_level(logging.INFO, logger="priorkit.training.train"):
         run_pipeline(dask_cfg, steps=("train",), log=lambda s: None)
@@ -133,13 +135,14 @@ def test_a_pipeline_with_a_dask_teacher_labels_what_a_local_one_does(tmp_path, t
     assert plan_for_run(dask_cfg).train_key(splits["train"]) == plan_for_run(local_cfg).train_key(splits["train"])
 
 
-@pytest.mark.parametrize("engine, message", [
-    ({"engine": "ray"}, "engine: expected one of 'local', 'dask', got 'ray'"),
-    ({"workers": 2}, "workers: is for engine: dask"),
-    ({"engine": "dask", "workers": 0}, "workers: must be a number of worker processes"),
-    ({"engine": "dask", "workers": 2, "scheduler": "tcp://h:8786"}, "workers: starts a local cluster"),
+@pytest.mark.parametrize("engine, own, message", [
+    ({"type": "ray"}, {}, "engine.type: expected one of 'local', 'dask', got 'ray'"),
+    ({"type": "dask", "workers": 0}, {}, "engine.workers: must be at least 1"),
+    # the teacher's own engine fields before issue 47: one line naming the engine section
+    (None, {"engine": "dask"}, "prior.silver.teacher.engine: was removed: .*engine: {type: dask"),
+    (None, {"workers": 2}, "prior.silver.teacher.workers: was removed: .*engine: {type: dask, workers: N}"),
 ])
-def test_bad_engine_settings_stop_at_the_files_line(tmp_path, tiny_bert_dir, teacher, engine, message):
-    raw = _pipeline(tmp_path, tiny_bert_dir, teacher, **engine)
-    with pytest.raises(ConfigError, match=f"prior.silver.teacher.{message}"):
+def test_bad_engine_settings_stop_at_the_files_line(tmp_path, tiny_bert_dir, teacher, engine, own, message):
+    raw = _pipeline(tmp_path, tiny_bert_dir, teacher, engine, **own)
+    with pytest.raises(ConfigError, match=message):
         config_from_dict(copy.deepcopy(raw))

@@ -168,7 +168,7 @@ PRUNING = """\
       seeds: [0]
       validation: {size: 30}
       sampler: random
-      pruner: {type: threshold, lower: 2.0, warmup_epochs: 1}   # Spearman never reaches 2: all pruned after epoch 2
+      pruner: {type: threshold, bounds: [2.0, null], warmup_epochs: 1}   # Spearman never reaches 2: all pruned after epoch 2
       space:
         prior.attention.mode: {choice: [multiply, bias, learned_bias, supervise]}
         train.learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}
@@ -275,7 +275,6 @@ def test_a_failing_trial_is_recorded_and_the_study_goes_on(tmp_path, tiny_model)
           pruner: {type: none}
           space:
             prior.params: {choice: {xia: {}, broken: {measure: no-such-measure}}}
-          final: {enabled: false}
         """, epochs=1)
     import optuna
 

@@ -214,7 +214,7 @@ def _final(cfg, pipeline: str, settings: tuple[str, ...], decision: str, ledger:
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Finished trials the study should hold (default: tune.trials).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="Seconds this process may spend on trials (default: tune.timeout).")
+              help="Seconds this process may spend on trials (default: no limit).")
 @click.option("--storage", default=None, metavar="URL",
               help="Optuna storage shared by several processes or machines, e.g. "
                    "postgresql://user@host/db (default: sqlite file runs/NAME/tune/study.db).")
@@ -286,7 +286,7 @@ def tune_command(pipeline, overrides, trials, timeout, storage, study_name, no_f
         best = study.best_trial
         click.echo(f"best: trial {best.number}, validation {ctx.metric} {best.value:.4f} "
                    f"({best.user_attrs.get('delta', float('nan')):+.4f} vs no prior): {best.params}")
-        if cfg.tune.final.enabled and not no_final and done >= target:
+        if not no_final and done >= target:
             with st.file_lock(ctx.root / "final.lock", wait=False) as mine:
                 if not mine:
                     click.echo("another process is running the final comparison; not starting it twice")

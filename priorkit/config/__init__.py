@@ -21,7 +21,7 @@ from .checks import (BUILTIN_SOURCES, DEFAULT_METRICS, TASK_METRICS, _check, for
                      prior_settings, resolve_sweep_priors)
 from .loader import ConfigError, _convert, apply_overrides, digest, parse_override, parse_yaml, set_path  # noqa: F401
 from .schema import (AttentionConfig, DataConfig, DataSource, DictionaryConfig, FinalConfig, ModelConfig,  # noqa: F401
-                     ParamSpace, PipelineConfig, PosthocConfig, PrecomputeConfig, PriorConfig, PrunerConfig, SweepConfig,
+                     ParamSpace, PipelineConfig, PosthocConfig, EngineConfig, PriorConfig, PrunerConfig, SweepConfig,
                      TaskConfig, TrainConfig, TuneConfig, ValidationConfig)
 from .tune_checks import check_tune_section  # noqa: F401
 

@@ -62,15 +62,15 @@ def _check(cfg: PipelineConfig) -> None:
         src_cfg = getattr(cfg.data, split)
         if src_cfg is None:
             continue
-        given = [k for k in ("source", "path", "hf") if getattr(src_cfg, k)]
+        given = [k for k in ("source", "path") if getattr(src_cfg, k)]
         if len(given) != 1:
             raise fail(f"data.{split}",
-                       "give exactly one of source (stsb, bc5cdr), path (a file) or hf (a datasets id); "
-                       f"got {', '.join(given) or 'none'}")
-        if src_cfg.source is not None and src_cfg.source not in BUILTIN_SOURCES:
+                       "give exactly one of source (stsb, bc5cdr, or hf:ID[:CONFIG], a Hugging Face datasets id) "
+                       f"or path (a file); got {', '.join(given) or 'none'}")
+        if src_cfg.source is not None and src_cfg.source not in BUILTIN_SOURCES and not src_cfg.hf:
             raise fail(f"data.{split}.source",
-                       f"unknown built-in corpus {src_cfg.source!r}; choose one of {', '.join(BUILTIN_SOURCES)} "
-                       "or give path: FILE")
+                       f"unknown built-in corpus {src_cfg.source!r}; choose one of {', '.join(BUILTIN_SOURCES)}, "
+                       "write hf:ID[:CONFIG] for a Hugging Face datasets id, or give path: FILE")
         for k in ("limit", "sample"):
             v = getattr(src_cfg, k)
             if v is not None and v <= 0:
@@ -93,9 +93,11 @@ def _check(cfg: PipelineConfig) -> None:
     tr = cfg.train
     if not 0.0 < tr.fraction <= 1.0:
         raise fail("train.fraction", f"must lie in (0, 1], got {tr.fraction}")
-    for name in ("batch_size", "eval_batch_size", "gradient_accumulation", "logging_steps", "save_steps"):
+    for name in ("batch_size", "eval_batch_size", "gradient_accumulation", "logging_steps"):
         if getattr(tr, name) < 1:
             raise fail(f"train.{name}", f"must be at least 1, got {getattr(tr, name)}")
+    if isinstance(tr.save, int) and tr.save < 1:
+        raise fail("train.save", f"a checkpoint every N steps needs N >= 1, got {tr.save}")
     if tr.learning_rate <= 0:
         raise fail("train.learning_rate", f"must be positive, got {tr.learning_rate}")
     if tr.epochs <= 0 and tr.max_steps <= 0:
@@ -110,10 +112,10 @@ def _check(cfg: PipelineConfig) -> None:
         why = problem(tr.report_to)
         if why:
             raise fail("train.report_to", why)
-    pc = cfg.precompute
-    for name in ("batch_size", "workers", "shard_size"):
-        if getattr(pc, name) < 1:
-            raise fail(f"precompute.{name}", f"must be at least 1, got {getattr(pc, name)}")
+    ec = cfg.engine
+    for name in ("workers", "batch_size"):
+        if getattr(ec, name) is not None and getattr(ec, name) < 1:
+            raise fail(f"engine.{name}", f"must be at least 1, got {getattr(ec, name)}")
     sw = cfg.sweep
     for i, f in enumerate(sw.fractions):
         if not 0.0 < f <= 1.0:

@@ -199,6 +199,9 @@ def _convert(value: Any, tp: Any, path: tuple, loc: dict, source: str) -> Any:
                 errors.append(exc)
         if len(errors) == 1:
             raise errors[0]
+        gone = [e for e in errors if " was removed: " in str(e)]  # a value a member no longer takes says why
+        if gone:
+            raise gone[0]
         raise _fail(path, loc, source, f"expected {_describe(tp)}, got {value!r}")
     if origin is Literal:
         choices = typing.get_args(tp)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 import yaml
 
@@ -59,9 +59,11 @@ class TaskConfig:
 
 @dataclasses.dataclass
 class DataSource:
-    """One split: a built-in corpus, a file, or a Hugging Face ``datasets`` id."""
+    """One split: a built-in corpus, a Hugging Face ``datasets`` id, or a file."""
 
-    #: built-in corpus: "stsb" (fetched STS Benchmark) or "bc5cdr" (embedded).
+    #: built-in corpus: "stsb" (fetched STS Benchmark) or "bc5cdr" (embedded); or a Hugging Face
+    #: ``datasets`` id as "hf:ID" or "hf:ID:CONFIG" (e.g. hf:glue:stsb; needs ``pip install datasets``
+    #: and network).
     source: str | None = None
     #: split of a built-in corpus or of a Hugging Face dataset.
     split: str | None = None
@@ -71,14 +73,32 @@ class DataSource:
     #: field -> column of the file: text_a, text_b, label (csv/tsv/jsonl/HF);
     #: for CoNLL: token/tag column numbers.
     columns: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: Hugging Face ``datasets`` id (needs ``pip install datasets`` and network).
-    hf: str | None = None
-    hf_config: str | None = None
     #: keep the first N examples (before ``sample``).
     limit: int | None = None
     #: keep a random sample of N examples (drawn with ``sample_seed``; same for every run).
     sample: int | None = None
     sample_seed: int = 0
+
+    @property
+    def hf(self) -> str | None:
+        """The Hugging Face ``datasets`` id of ``source: hf:ID[:CONFIG]`` (None for another source)."""
+        return _hf_parts(self.source)[0]
+
+    @property
+    def hf_config(self) -> str | None:
+        """The dataset configuration of ``source: hf:ID:CONFIG`` (None without one)."""
+        return _hf_parts(self.source)[1]
+
+
+#: ``source: hf:ID[:CONFIG]``: a Hugging Face ``datasets`` id (a dataset id holds no ':')
+HF_PREFIX = "hf:"
+
+
+def _hf_parts(source: str | None) -> tuple[str | None, str | None]:
+    if not isinstance(source, str) or not source.startswith(HF_PREFIX):
+        return None, None
+    ident, _, config = source[len(HF_PREFIX):].partition(":")
+    return ident, (config or None)
 
 
 @dataclasses.dataclass
@@ -161,9 +181,8 @@ class TrainConfig:
     subset_seed: int = 0
     #: batches of similar length (less padding: faster on CPU).
     group_by_length: bool = False
-    #: checkpoint every epoch ("epoch"), every ``save_steps`` ("steps") or never ("no").
-    save: Literal["epoch", "steps", "no"] = "epoch"
-    save_steps: int = 500
+    #: checkpoint every epoch ("epoch"), every N optimiser steps (a number) or never ("no").
+    save: Union[Literal["epoch", "no"], int] = "epoch"
     #: delete checkpoints once the final model is saved.
     keep_checkpoints: bool = False
     #: keep the final model (delete it to save disk in big sweeps; metrics stay).
@@ -182,27 +201,37 @@ class TrainConfig:
 
 
 @dataclasses.dataclass
-class PrecomputeConfig:
-    #: "local": this process, one transaction per batch; "dask": Dask workers compute
-    #: Parquet shards that the cache ingests (``pip install 'priorkit[distributed]'``).
-    engine: Literal["local", "dask"] = "local"
-    #: local: pairs per committed transaction (a kill loses at most one batch).
-    batch_size: int = 50_000
+class EngineConfig:
+    """Where the work that can leave the run's process runs: the precompute step that fills the
+    prior cache, and a self-training teacher's labelling of the unlabelled text (docs/scaling.md).
+    The results are the same on either engine."""
+
+    #: "local": this process (precompute: one transaction per batch); "dask": Dask workers
+    #: (``pip install 'priorkit[distributed]'``): precompute computes Parquet shards that the cache
+    #: ingests, the teacher labels chunks of the text, each worker loading it once.
+    type: Literal["local", "dask"] = "local"
     #: dask: worker processes of a local cluster (when no scheduler is given).
     workers: int = 2
     #: dask: address of a running scheduler (tcp://host:8786); null: a local cluster.
     scheduler: str | None = None
-    #: dask: pairs per shard (one task, one Parquet file).
-    shard_size: int = 20_000
-    #: dask: folder for the shards, shared with remote workers; null: <cache>.shards.
+    #: precompute: pairs per committed transaction (local: a kill loses at most one batch) or per
+    #: shard (dask: one task, one Parquet file); null: 50,000 local, 20,000 dask.
+    batch_size: int | None = None
+    #: precompute on dask: folder for the shards, shared with remote workers; null: <cache>.shards.
     shard_dir: str | None = None
 
     def engine_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`priorkit.precompute.make_engine` for this engine."""
-        if self.engine == "local":
-            return {"batch_size": self.batch_size}
+        if self.type == "local":
+            return {"batch_size": self.batch_size or 50_000}
         return {"workers": None if self.scheduler else self.workers, "scheduler": self.scheduler,
-                "shard_size": self.shard_size, "shard_dir": self.shard_dir}
+                "shard_size": self.batch_size or 20_000, "shard_dir": self.shard_dir}
+
+    def teacher_options(self) -> dict[str, Any]:
+        """Where a self-training teacher labels: the keyword arguments of
+        :func:`priorkit.tagging.teacher.fill_store` (engine, workers, scheduler)."""
+        return {"engine": self.type, "workers": None if self.scheduler else self.workers,
+                "scheduler": self.scheduler}
 
 
 @dataclasses.dataclass
@@ -319,15 +348,13 @@ class PrunerConfig:
     startup_trials: int = 4
     #: median, threshold: epochs every trial runs before it can be pruned.
     warmup_epochs: int = 1
-    #: threshold: the score range a trial must stay in (null: open).
-    lower: float | None = None
-    upper: float | None = None
+    #: threshold: the score range [lower, upper] a trial must stay in; null for an open end
+    #: (e.g. [0.5, null]).
+    bounds: list[float | None] | None = None
 
 
 @dataclasses.dataclass
 class FinalConfig:
-    #: re-run the best setting against the comparison settings once the study is done.
-    enabled: bool = True
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
     #: training fractions of the final runs (null: tune.fraction).
     fractions: list[float] | None = None
@@ -353,10 +380,9 @@ class ArmConfig:
 @dataclasses.dataclass
 class TuneConfig:
     #: finished (complete or pruned) trials the study should hold; a resumed or
-    #: parallel run stops when the study has this many.
+    #: parallel run stops when the study has this many.  (A time limit per process:
+    #: ``priorkit tune --timeout SECONDS``.)
     trials: int = 20
-    #: seconds one ``priorkit tune`` process may spend on trials (null: no limit).
-    timeout: float | None = None
     #: training fraction of every trial (of data.train minus the validation slice).
     fraction: float = 0.1
     #: seeds of every trial; the objective is the mean validation score over them and each
@@ -373,6 +399,8 @@ class TuneConfig:
     #: name -> arm: every arm gets its own study of ``trials`` trials over its own space
     #: (replaces ``space``); the final table compares the arms' best settings.
     arms: dict[str, ArmConfig] | None = None
+    #: the best setting re-run against the comparison settings once the study is done
+    #: (``priorkit tune --no-final``: not).
     final: FinalConfig = dataclasses.field(default_factory=FinalConfig)
 
 
@@ -388,8 +416,8 @@ class PipelineConfig:
     #: the prior ``priorkit run`` uses (null: no prior).
     prior: PriorConfig | None = None
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
-    #: how the precompute step fills the prior cache.
-    precompute: PrecomputeConfig = dataclasses.field(default_factory=PrecomputeConfig)
+    #: where the precompute step and a self-training teacher's labelling run (local or Dask).
+    engine: EngineConfig = dataclasses.field(default_factory=EngineConfig)
     #: which splits the evaluate step scores (null: every configured one of eval and test).
     evaluate: list[Literal["eval", "test"]] | None = None
     sweep: SweepConfig = dataclasses.field(default_factory=SweepConfig)

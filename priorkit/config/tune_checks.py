@@ -17,8 +17,6 @@ def check_tune_section(cfg: PipelineConfig) -> None:
 
     if tc.trials < 1:
         raise fail("trials", f"must be at least 1, got {tc.trials}")
-    if tc.timeout is not None and tc.timeout <= 0:
-        raise fail("timeout", f"must be positive seconds, got {tc.timeout:g}")
     if not 0.0 < tc.fraction <= 1.0:
         raise fail("fraction", f"must lie in (0, 1], got {tc.fraction:g}")
     if not tc.seeds:
@@ -27,8 +25,11 @@ def check_tune_section(cfg: PipelineConfig) -> None:
         raise fail("validation.size", f"must be a positive count or share, got {tc.validation.size:g}")
     if tc.pruner.startup_trials < 0 or tc.pruner.warmup_epochs < 0:
         raise fail("pruner", "startup_trials and warmup_epochs must not be negative")
-    if tc.pruner.type == "threshold" and tc.pruner.lower is None and tc.pruner.upper is None:
-        raise fail("pruner", "a threshold pruner needs lower or upper")
+    bounds = tc.pruner.bounds
+    if bounds is not None and len(bounds) != 2:
+        raise fail("pruner.bounds", f"is [lower, upper] (null for an open end), got {bounds}")
+    if tc.pruner.type == "threshold" and (bounds is None or bounds == [None, None]):
+        raise fail("pruner", "a threshold pruner needs bounds: [lower, upper] (one of them may be null)")
     if not tc.final.seeds:
         raise fail("final.seeds", "give at least one seed")
     for i, f in enumerate(tc.final.fractions or []):

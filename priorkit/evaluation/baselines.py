@@ -34,7 +34,7 @@ from ..config import PipelineConfig, PosthocConfig, digest, for_fraction, prior_
 from ..jsonfile import read_json, write_json
 from ..training.data import Split
 from ..training.layout import METRICS_FILE, MODEL_DIR
-from ..training.plan import RunPlan
+from ..training.plan import RunPlan, prior_fields
 from ..training.predictions import read_predictions, write_predictions
 
 DICTIONARY = "dictionary-alone"
@@ -217,7 +217,7 @@ def _key(cfg: PipelineConfig, b: Baseline, fraction: float, seed: int, splits: d
             prior = prior_settings(cfg)[b.calibrated_as]
             plan = RunPlan(for_fraction(cfg, fraction, prior), b.calibrated_as, prior, fraction, seed)
             idx = plan.train_indices(len(splits["train"]))
-            key["calibration"] = [dataclasses.asdict(prior), splits["train"].digest, digest(idx.tolist())]
+            key["calibration"] = [prior_fields(prior, cfg), splits["train"].digest, digest(idx.tolist())]
         if b.document is not None:
             from ..training.data import document_context
 

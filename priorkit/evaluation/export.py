@@ -42,7 +42,9 @@ def config_from_runs(runs: Path, arm_name: str, fraction: float, seed: int) -> P
     base = runs / settings.get("of", "none") / f"frac{fraction:g}" / f"seed{seed}" / "config.yaml"
     if not base.exists():
         raise PriorkitError(f"{base} is missing: the arm's base run is not in {runs}")
-    raw = yaml.safe_load(base.read_text())
+    from ..config.removed import upgrade_dump
+
+    raw = upgrade_dump(yaml.safe_load(base.read_text()))  # written before a field was removed: today's spelling
     names = [settings.get("of", "none"), *settings.get("mix", [])]
     raw["output_dir"] = str(runs.resolve())
     raw["sweep"] = {"fractions": [fraction], "seeds": [seed], "priors": {n: None for n in names},

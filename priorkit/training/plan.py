@@ -19,7 +19,7 @@ DECODING_FIELDS = ("decode", "o_bias")
 #: task fields that reach a run only through a section that uses them (its key holds them there)
 _THROUGH_SECTIONS = ("dictionary_types",)
 #: train-section fields that do not change what a run learns (not in its key)
-_NON_SEMANTIC = ("save", "save_steps", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
+_NON_SEMANTIC = ("save", "keep_checkpoints", "keep_model", "logging_steps", "threads", "report_to",
                  "device", "dataloader_workers", "progress", "eval_batch_size")
 
 
@@ -54,7 +54,7 @@ class RunPlan:
             train_cfg["world_size"] = ranks.world_size()
         extra = {}
         if self.prior is not None and self.prior.silver is not None and self.cfg.data.unlabeled is not None:
-            extra["unlabeled"] = dataclasses.asdict(self.cfg.data.unlabeled)  # the silver text's source
+            extra["unlabeled"] = source_identity(self.cfg.data.unlabeled)  # the silver text's source
         types = pipeline_types_identity(self.cfg, self.prior)
         if types is not None:
             extra["dictionary_types"] = types
@@ -77,6 +77,16 @@ class RunPlan:
         return digest(key)
 
 
+def source_identity(src: Any) -> dict[str, Any]:
+    """A data split's source as a run's key holds it: its fields, with ``source: hf:ID[:CONFIG]``
+    spelled as the ``hf`` and ``hf_config`` fields it replaced (issue 47), so keys made before hold."""
+    d = dataclasses.asdict(src)
+    d.update(hf=src.hf, hf_config=src.hf_config)
+    if src.hf is not None:
+        d["source"] = None
+    return d
+
+
 def pipeline_types_identity(cfg: PipelineConfig, prior: PriorConfig | None) -> Any:
     """What the pipeline's type map adds to a run's key: None when the setting reads no map of the
     pipeline's (no silver labels or calibration, or their own ``types``) or when that map is the one
@@ -97,11 +107,37 @@ def pipeline_types_identity(cfg: PipelineConfig, prior: PriorConfig | None) -> A
     return dict(given) if given is not None else "the data's entity types"
 
 
+def prior_fields(prior: PriorConfig, cfg: PipelineConfig | None = None) -> dict[str, Any]:
+    """``dataclasses.asdict(prior)`` as the keys made before issue 47 hashed it: the silver section's
+    fields removed since (``ratio``, ``chunk_size``) at the values every run had, and the teacher's
+    ``engine``, ``workers`` and ``scheduler`` (the pipeline's ``engine`` section now; the defaults
+    without ``cfg``)."""
+    from ..supervision.silver.config import REMOVED_IN_KEYS
+
+    d = dataclasses.asdict(prior)
+    silver = d.get("silver")
+    if isinstance(silver, dict):
+        silver.update(REMOVED_IN_KEYS)
+        teacher = silver.get("teacher")
+        if isinstance(teacher, dict):
+            teacher.update(teacher_engine_fields(cfg))
+    return d
+
+
+def teacher_engine_fields(cfg: PipelineConfig | None) -> dict[str, Any]:
+    """``prior.silver.teacher``'s engine, workers and scheduler as they were before the pipeline's
+    ``engine`` section took them (issue 47): local and unset, or the section's dask engine."""
+    if cfg is None or cfg.engine.type == "local":
+        return {"engine": "local", "workers": None, "scheduler": None}
+    return {"engine": cfg.engine.type, "workers": None if cfg.engine.scheduler else cfg.engine.workers,
+            "scheduler": cfg.engine.scheduler}
+
+
 def prior_identity(prior: PriorConfig | None) -> Any:
     """The parts of a prior setting that change values (not its label or cache file)."""
     if prior is None:
         return None
-    d = dataclasses.asdict(prior)
+    d = prior_fields(prior)
     d.pop("name", None)
     d.pop("cache", None)
     if not d.get("train"):  # absent before per-prior train fields existed: old keys hold

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..supervision.silver.checks import entity_types, resolved_config, type_problem
-from ..supervision.silver.config import SilverConfig, silver_source, uses_dictionary
+from ..supervision.silver.config import CHUNK_SIZE, SilverConfig, silver_source, uses_dictionary
 from . import ranks
 from ..config import ConfigError, PipelineConfig, PriorConfig
 from .data import Split
@@ -119,14 +119,15 @@ def silver_for_run(plan: RunPlan, splits: dict[str, Split], task: Any, log: Call
         labeller = TeacherLabeller(load_model(folder), folder, t.threshold, labeller, t.merge)
         labeller.check_labels(task.labels, plan.cfg.where("prior.silver.teacher.model"))
     store = SilverStore(silver_dir(plan.cfg), labeller)
-    if config.teacher is not None and config.teacher.engine != "local":  # the teacher's labels on Dask workers
+    if config.teacher is not None and plan.cfg.engine.type != "local":  # the teacher's labels on Dask workers
         from ..tagging.teacher import fill_store
 
-        t = config.teacher
-        counts = ranks.on_main(fill_store, store, sentences, config.chunk_size, t.engine, t.workers, t.scheduler,
+        where = plan.cfg.engine.teacher_options()
+        counts = ranks.on_main(fill_store, store, sentences, CHUNK_SIZE, where["engine"], where["workers"],
+                               where["scheduler"],
                                dictionary=(name, params) if labeller.dictionary else None)
     else:
-        counts = ranks.on_main(store.fill, sentences, config.chunk_size)  # one writer; the others wait
+        counts = ranks.on_main(store.fill, sentences, CHUNK_SIZE)  # one writer; the others wait
     if log is not None and counts:
         on = f" on {counts['dask_workers']} Dask workers" if counts.get("dask_workers") else ""
         log(f"[{plan.label}] silver labels: {len(sentences)} sentences, {counts['labelled']} newly labelled{on} "
@@ -151,7 +152,7 @@ def training_rows(plan: RunPlan, gold: list[dict], silver: SilverRun | None) -> 
 
     c = silver.config
     rows = mix_rows(gold, silver.rows, epochs=plan.cfg.train.epochs, silver_epochs=c.silver_epochs,
-                    ratio=c.ratio, seed=plan.seed)
+                    ratio=None, seed=plan.seed)
     return one_pass(plan), rows
 
 

@@ -102,7 +102,7 @@ def _precompute(cfg: PipelineConfig, name: str, prior: PriorConfig | None, split
     examples = [e for s in sorted(splits) for e in splits[s].examples]
     inputs = [(e["words"], None) if "words" in e else (e["text_a"], e.get("text_b")) for e in examples]
     cache = PriorCache(path)
-    engine = make_engine(cfg.precompute.engine, **cfg.precompute.engine_options())
+    engine = make_engine(cfg.engine.type, **cfg.engine.engine_options())
     summary = run_precompute(inputs, builder, cache, engine, progress=cfg.train.progress,
                              run_info={"dataset": f"pipeline {cfg.name}", "layout": builder.layout})
     _write_json(marker, {**summary.as_dict(), "prior": name, "key": key, "created": _now()})

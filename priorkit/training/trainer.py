@@ -115,8 +115,8 @@ def make_trainer(plan: RunPlan, model: Any, tokenizer: Any, collator: Any, devic
         max_grad_norm=tc.max_grad_norm,
         seed=plan.seed,
         data_seed=plan.seed,
-        save_strategy=tc.save,
-        save_steps=tc.save_steps,
+        save_strategy="steps" if isinstance(tc.save, int) else tc.save,
+        save_steps=tc.save if isinstance(tc.save, int) else 500,
         save_total_limit=1,  # the newest checkpoint is all a resume needs
         logging_strategy="steps",
         logging_steps=tc.logging_steps,

@@ -234,7 +234,7 @@ def run_arm(arm: Arm, *, storage: str | None = None, base_name: str | None = Non
                 + f"  [{st.finished_count(study)}/{target}]")
 
     stop = optuna.study.MaxTrialsCallback(target, states=(TrialState.COMPLETE, TrialState.PRUNED))
-    study.optimize(objective_for(arm), timeout=timeout or ctx.tune.timeout, callbacks=[on_trial, stop],
+    study.optimize(objective_for(arm), timeout=timeout, callbacks=[on_trial, stop],
                    catch=(Exception,), gc_after_trial=False)
     return study
 

@@ -189,7 +189,7 @@ def tune_arms(cfg: PipelineConfig, *, storage: str | None = None, study_name: st
         log(f"arms without their budget or a complete trial: {', '.join(unfinished)}; the final comparison "
             "runs once every arm has them")
         return {}
-    if not (final and cfg.tune.final.enabled):
+    if not final:
         return {}
     reference = am.reference_arm(arms, studies)
     configs = arm_configs(cfg, arms, studies)

@@ -313,7 +313,8 @@ def make_pruner(cfg: PipelineConfig):
         # steps are 1-based epochs; optuna prunes from step n_warmup_steps on
         return optuna.pruners.MedianPruner(n_startup_trials=p.startup_trials, n_warmup_steps=p.warmup_epochs + 1)
     if p.type == "threshold":
-        return optuna.pruners.ThresholdPruner(lower=p.lower, upper=p.upper, n_warmup_steps=p.warmup_epochs + 1)
+        lower, upper = p.bounds or (None, None)
+        return optuna.pruners.ThresholdPruner(lower=lower, upper=upper, n_warmup_steps=p.warmup_epochs + 1)
     if p.type == "hyperband":
         epochs = max(1, int(round(cfg.train.epochs)))
         return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs, reduction_factor=3)
@@ -464,7 +465,7 @@ def run_study(ctx: TuneContext, *, storage: str | None = None, study_name: str |
         ctx.log(describe_trial(t, ctx.metric) + f"  [{finished_count(study)}/{target}]")
 
     stop = optuna.study.MaxTrialsCallback(target, states=(TrialState.COMPLETE, TrialState.PRUNED))
-    study.optimize(objective_for(ctx, base), timeout=timeout or ctx.tune.timeout, callbacks=[on_trial, stop],
+    study.optimize(objective_for(ctx, base), timeout=timeout, callbacks=[on_trial, stop],
                    catch=(Exception,), gc_after_trial=False)
     return study
 
