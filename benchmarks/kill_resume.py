@@ -46,6 +46,10 @@ def main() -> None:
     out = tmp / "killed.jsonl"
     progress = Path(str(out) + ".progress")
     for trial in range(args.trials):
+        # the previous trial's finished file and its .progress go first: else the wait below sees
+        # their committed documents and the kill lands before the new run has loaded its model
+        out.unlink(missing_ok=True)
+        progress.unlink(missing_ok=True)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         child = subprocess.Popen([*tc.PRIORKIT, "predict", *base, "--out", str(out), "--restart"], cwd=tc.ROOT,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -74,6 +78,8 @@ def main() -> None:
         assert r["rc"] == 0 and same, r["stderr"][-2000:]
     result["all_equal"] = all(t["equal_to_uninterrupted"] for t in result["trials"])
     result["killed_mid_run"] = sum(t["killed"] and t["committed_documents"] < args.sentences for t in result["trials"])
+    result["killed_between_first_and_last_commit"] = sum(t["killed"] and 0 < t["committed_documents"] < args.sentences
+                                                         for t in result["trials"])
     tc.write_result(args.out, result)
 
 

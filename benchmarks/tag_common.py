@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -52,19 +53,46 @@ def write_corpus(path: Path, n: int, bad_at: int | None = None) -> Path:
     return path
 
 
-def predict(args: Sequence[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+def predict(args: Sequence[str], env: dict[str, str] | None = None, trace: Path | None = None,
+            every: float = 2.0) -> dict[str, Any]:
     """``priorkit predict ARGS`` as a child process: exit status, wall seconds, peak RSS (MiB, the
-    child's own, from wait4) and its standard error."""
+    child's own, from wait4) and its standard error.  ``trace``: the run's ``.progress`` file; then
+    every ``every`` seconds the child's RSS and peak RSS so far (/proc) and the documents committed
+    are sampled into ``"trace"`` (seconds, documents, rss_mib, peak_rss_mib)."""
     t0 = time.perf_counter()
     child = subprocess.Popen([*PRIORKIT, "predict", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                                   **(env or {})})
+    samples: list[list[float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every):
+            try:
+                status = Path(f"/proc/{child.pid}/status").read_text()
+                kib = {k: int(v.split()[0]) for k, v in (ln.split(":", 1) for ln in status.splitlines())
+                       if k in ("VmRSS", "VmHWM")}
+                docs = json.loads(trace.read_text() or "{}").get("documents", 0) if trace.exists() else 0
+            except (OSError, ValueError, KeyError):
+                continue
+            samples.append([round(time.perf_counter() - t0, 1), docs, round(kib["VmRSS"] / 1024, 1),
+                            round(kib["VmHWM"] / 1024, 1)])
+
+    sampler = threading.Thread(target=sample, daemon=True) if trace is not None else None
+    if sampler:
+        sampler.start()
     err = child.stderr.read()
+    done.set()
+    if sampler:
+        sampler.join()
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
-    return {"rc": child.returncode, "seconds": time.perf_counter() - t0, "peak_rss_mib": usage.ru_maxrss / 1024,
-            "stderr": err}
+    out = {"rc": child.returncode, "seconds": time.perf_counter() - t0, "peak_rss_mib": usage.ru_maxrss / 1024,
+           "stderr": err}
+    if trace is not None:
+        out["trace"] = samples
+    return out
 
 
 def machine() -> dict[str, Any]:

@@ -31,13 +31,16 @@ def main() -> None:
     for n in (args.small, args.large):
         corpus = tc.write_corpus(tmp / f"c{n}.jsonl", n)
         out = tmp / f"o{n}.jsonl"
-        r = tc.predict([str(tc.FEATURES), str(corpus), "--out", str(out), "--no-progress"])
+        r = tc.predict([str(tc.FEATURES), str(corpus), "--out", str(out), "--no-progress"],
+                       trace=Path(str(out) + ".progress"))
         assert r["rc"] == 0, r["stderr"][-2000:]
         lines = sum(1 for _ in out.open())
         assert lines == n, (lines, n)
         result["runs"][str(n)] = {"sentences": n, "seconds": round(r["seconds"], 1),
                                   "sentences_per_second": round(n / r["seconds"], 1),
-                                  "peak_rss_mib": round(r["peak_rss_mib"], 1), "output_mib": round(out.stat().st_size / 2**20, 1)}
+                                  "peak_rss_mib": round(r["peak_rss_mib"], 1), "output_mib": round(out.stat().st_size / 2**20, 1),
+                                  "trace_columns": ["seconds", "documents committed", "rss_mib", "peak_rss_mib"],
+                                  "trace": r["trace"]}
         print(f"{n} sentences: {r['seconds']:.0f} s, peak RSS {r['peak_rss_mib']:.0f} MiB", flush=True)
     small, large = (result["runs"][str(k)]["peak_rss_mib"] for k in (args.small, args.large))
     result["rss_ratio_large_to_small"] = round(large / small, 3)
