@@ -94,8 +94,6 @@ def _readme_table() -> str:
     return "\n".join(line for line in text[start:end].splitlines() if line.startswith("|"))
 
 
-@pytest.mark.xfail(strict=True, reason="README's measured table predates the ledger (issue 48): the lead rewrites "
-                                       "it from final reads with ledger.render_row; then remove this mark")
 def test_every_readme_test_score_names_its_read():
     assert lg.check_table(_readme_table(), lg.LEDGER, ROOT) == []
 

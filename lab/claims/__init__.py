@@ -9,7 +9,9 @@ document differs from what the files give.  The paired comparisons are those of 
 reports (:func:`priorkit.evaluation.curve.compare`, :func:`priorkit.stats.paired`: mean Δ
 over the seeds both arms share, its 95% CI, seeds ahead).
 
-Blocks: ``readme`` (the README's measured table and its two sentences), ``curve-scores`` /
+Blocks: ``readme`` (the README's measured table: rows from final reads of the sealed test split,
+:mod:`.sealed`), ``earlier-readme`` (the README's table before the ledger, with its two sentences, now in
+docs/benchmarks.md), ``curve-scores`` /
 ``curve-deltas`` (the BC5CDR learning curve), ``arms-scores`` / ``arms-deltas`` (the fair
 arms at 10%), ``silver-scores`` / ``silver-deltas`` (silver labels and the post-hoc merges);
 issue 30: ``knowledge-scores`` / ``knowledge-deltas`` (self-training at 10%), ``weak-scores`` /
@@ -53,6 +55,7 @@ from . import decoding
 from . import knowledge
 from . import mix
 from . import outside
+from .sealed import sealed_readme
 from .knowledge import DECODE_RESULTS, KNOW_BRANCH, WEAK
 from .tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
@@ -240,7 +243,8 @@ def sentences(res: Results) -> str:
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
-    "readme": readme, "curve-scores": curve_scores, "curve-deltas": curve_deltas,
+    "readme": lambda res: sealed_readme(res.folder.parent.parent), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
+    "curve-scores": curve_scores, "curve-deltas": curve_deltas,
     "arms-scores": arms_scores, "arms-deltas": arms_deltas,
     "silver-scores": silver_scores, "silver-deltas": silver_deltas,
     "knowledge-scores": knowledge.knowledge_scores, "knowledge-deltas": knowledge.knowledge_deltas,
