@@ -271,6 +271,7 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
     """
     from ..metrics import ner_metrics
 
+    mixes: dict[tuple, dict[str, list[list[str]]]] = {}  # arms of one mix (with and without steps after it) mix once
     for name, arm in cfg.sweep.posthoc.items():
         matched: dict[tuple, Any] = {}
         typed = None  # the arm with its type map, filled when a dictionary step needs one
@@ -295,8 +296,14 @@ def run_posthoc(cfg: PipelineConfig, splits: dict[str, Split], pairs: Sequence[t
             if done and done.get("posthoc_key") == key and not force:
                 log(f"[{plan.label}] post-hoc: skipped (metrics.json is up to date)")
                 continue
-            tags = (_mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits) if arm.mix  # mix, decode
-                    else _saved_tags(cfg, name, base_dir, splits))
+            if arm.mix:  # mix, decode
+                which = (tuple(str(d) for d in (base_dir, *mixed_dirs)), tuple(arm.weights or ()),
+                         arm.decode or cfg.task.decode, cfg.task.o_bias if arm.o_bias is None else arm.o_bias)
+                if which not in mixes:
+                    mixes[which] = _mixed_tags(cfg, name, arm, [base_dir, *mixed_dirs], splits)
+                tags = {split: [list(t) for t in ts] for split, ts in mixes[which].items()}
+            else:
+                tags = _saved_tags(cfg, name, base_dir, splits)
             if typed is not None:  # the dictionary's steps (merge, fragments, document pass), in their order
                 tags = {split: after_decode(steps, ts, _dictionary(typed, plan, splits, split, matched),
                                             _document(cfg, typed, splits, split, matched)
