@@ -19,6 +19,7 @@ import collections
 import dataclasses
 import os
 import socket
+import sys
 import threading
 import time
 from typing import Any, Callable, Protocol, Sequence
@@ -82,11 +83,37 @@ def built(job: Job) -> Callable[[Any], Any]:
 
 
 def apply(job: Job, chunk: Any) -> ChunkResult:
-    """``job`` on ``chunk`` in this process (what a Dask task runs)."""
+    """``job`` on ``chunk`` in this process (what a Dask task runs); then the memory the chunk
+    freed goes back to the system (:func:`release_memory`)."""
     t0 = time.perf_counter()
     fn = built(job)
     value = fn(chunk)
+    release_memory()
     return ChunkResult(value, time.perf_counter() - t0, socket.gethostname(), os.getpid(), _BUILDS[job.key])
+
+
+_TRIM: list[Any] = []  # [glibc's malloc_trim, or None where there is none]
+
+
+def release_memory() -> None:
+    """Hand the heap memory freed so far back to the operating system (glibc's ``malloc_trim``;
+    nothing elsewhere).  Each chunk's batches allocate tensors of new shapes; glibc keeps what
+    they free in its heap, fragmented, so without this the resident memory of a tagging process
+    climbed with the documents tagged (400 against 8,000 BC5CDR sentences: 1,521 against
+    1,861 MiB peak; one ``malloc_trim`` after 8,000 gave back about 500 MiB).  Once a chunk."""
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                trim = ctypes.CDLL("libc.so.6").malloc_trim
+                trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):  # musl and others: no malloc_trim
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
 
 
 def dask_worker_threads() -> int | None:
@@ -141,4 +168,4 @@ def build_chunk_tagger(make_tagger: Callable[[], Tagger], make_writer: Callable[
 
 
 __all__ = ["Job", "ChunkResult", "Tagger", "Writer", "apply", "built", "tag_chunk", "length_order", "render",
-           "dask_worker_threads", "ChunkTagger", "build_chunk_tagger", "MAX_BUILT"]
+           "dask_worker_threads", "ChunkTagger", "build_chunk_tagger", "MAX_BUILT", "release_memory"]
