@@ -93,8 +93,8 @@ def test_a_worker_that_sees_another_teacher_stops_with_both_fingerprints(teacher
         list(DaskEngine(client=client).map(job, [[["Aspirin", "causes", "nausea"]]]))
 
 
-def _pipeline(tmp_path: Path, tiny_bert_dir: Path, teacher: Path, engine: dict | None = None, **own) -> dict:
-    return {**({"engine": engine} if engine is not None else {}),
+def _pipeline(tmp_path: Path, tiny_bert_dir: Path, teacher: Path, section: dict | None = None, **own) -> dict:
+    return {**({"engine": section} if section is not None else {}),
         "name": "tiny-st", "output_dir": str(tmp_path / "runs"),
         "model": {"name_or_path": str(tiny_bert_dir), "max_length": 48},
         "task": {"type": "token-classification"},
@@ -135,14 +135,14 @@ def test_a_pipeline_with_a_dask_teacher_labels_what_a_local_one_does(tmp_path, t
     assert plan_for_run(dask_cfg).train_key(splits["train"]) == plan_for_run(local_cfg).train_key(splits["train"])
 
 
-@pytest.mark.parametrize("engine, own, message", [
+@pytest.mark.parametrize("section, own, message", [
     ({"type": "ray"}, {}, "engine.type: expected one of 'local', 'dask', got 'ray'"),
     ({"type": "dask", "workers": 0}, {}, "engine.workers: must be at least 1"),
     # the teacher's own engine fields before issue 47: one line naming the engine section
     (None, {"engine": "dask"}, "prior.silver.teacher.engine: was removed: .*engine: {type: dask"),
     (None, {"workers": 2}, "prior.silver.teacher.workers: was removed: .*engine: {type: dask, workers: N}"),
 ])
-def test_bad_engine_settings_stop_at_the_files_line(tmp_path, tiny_bert_dir, teacher, engine, own, message):
-    raw = _pipeline(tmp_path, tiny_bert_dir, teacher, engine, **own)
+def test_bad_engine_settings_stop_at_the_files_line(tmp_path, tiny_bert_dir, teacher, section, own, message):
+    raw = _pipeline(tmp_path, tiny_bert_dir, teacher, section, **own)
     with pytest.raises(ConfigError, match=message):
         config_from_dict(copy.deepcopy(raw))
