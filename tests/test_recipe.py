@@ -296,3 +296,42 @@ def test_priorkit_recipe_trains_what_the_arm_needs_then_exports(sweep, tmp_path)
     res = CliRunner().invoke(cli, ["export", str(sweep["pipeline"]), "--arm", "nope", "--out", str(tmp_path / "x")])
     assert isinstance(res.exception, PriorkitError)  # main() prints it as one line, exit 1
     assert "p.yaml:14: no post-hoc arm 'nope'; the arms are mixed, mixed-doc" in str(res.exception)
+
+
+def test_a_recipe_without_dictionary_steps_carries_its_members_concept_ids(sweep, tmp_path):
+    """An arm with no dictionary step (a mix of a token-features member and another) still gives
+    its entities the concept IDs of the features member's dictionary, once the pipeline maps the
+    dictionary's groups to types; its tags stay those of the recipe exported without that map."""
+    from priorkit.cli import cli
+
+    out = tmp_path / "with-ids"
+    res = CliRunner().invoke(cli, ["export", str(sweep["pipeline"]), "--arm", "mixed", "--out", str(out),
+                                   "--set", "task.dictionary_types={mini: Disease}"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    info = json.loads((out / "priorkit.json").read_text())
+    assert info["dictionary"]["use"].startswith("concept IDs only") and info["dictionary"]["types"] == {"mini": "Disease"}
+    assert not any(s["kind"] in ("merge", "fragments", "document") for s in info["steps"])
+    plain, with_ids = priorkit.load_model(sweep["tmp"] / "recipe-mixed"), priorkit.load_model(out)
+    words = _words(sweep["test"])
+    assert [r["tags"] for r in with_ids.predict(words)] == [r["tags"] for r in plain.predict(words)]
+    # an entity whose span is exactly a match carries that match's IDs; the recipe without the map carries none
+    provider = priorkit.get_provider("ontology", path=str(sweep["onto"] / "mini.obo"), cache=False)
+    text = "Cor pulmonale ( CP ) was seen.  Then pneumonia , and ventricular tachycardia again ."
+    (tagged,) = list(with_ids.tag_documents([text]))
+    (bare,) = list(plain.tag_documents([text]))
+    matched = {(s.tokens[m.start].start, s.tokens[m.end - 1].end): tuple(m.concept_ids)
+               for s in tagged.sentences for m in provider.matches(s.words)}
+    assert matched
+    for e in tagged.entities:
+        assert e.concept_ids == matched.get((e.start, e.end), ())
+    # the tiny model may tag nothing: the steps on scores that tag "Ventricular tachycardia" as a Disease
+    labels = list(with_ids.labels)
+    scores = np.zeros((4, len(labels)), dtype=np.float32)
+    for i, tag in enumerate(["B-Disease", "I-Disease", "O", "O"]):
+        scores[i, labels.index(tag)] = 10.0
+    words = "Ventricular tachycardia was treated".split()
+    assert with_ids.run_steps([words], [scores]).concept_ids[0] != {}
+    assert "MINI:0000012" in {i for ids in with_ids.run_steps([words], [scores]).concept_ids[0].values() for i in ids}
+    assert plain.run_steps([words], [scores]).concept_ids[0] == {}
+    assert all(e.concept_ids == () for e in bare.entities)
+    assert [(e.start, e.end, e.type) for e in tagged.entities] == [(e.start, e.end, e.type) for e in bare.entities]

@@ -135,6 +135,8 @@ def export_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, o
                            "keep": [list(k) for k in keep]}
         dictionary = {"provider": arm.provider, "params": dict(arm.params), "types": dict(typed.types),
                       "calibration": calibration}
+    if dictionary is None:  # no dictionary step: the members' own dictionary, for the concept IDs only
+        dictionary = _concepts_only(cfg, arm, arm_name, members, splits, log)
     shares = normalised(arm.weights if arm.weights is not None else [1.0] * len(members))
     first_info = read_json(dirs[arm.of] / MODEL_DIR / "priorkit.json") or {}
     labels = (first_info.get("task") or {}).get("labels")
@@ -157,6 +159,36 @@ def export_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, o
                         run=run, force=force)
     log(f"recipe {arm_name} (fraction {fraction:g}, seed {seed}) -> {out} ({info['bytes'] / 1e6:.0f} MB)")
     return info
+
+
+def _concepts_only(cfg: PipelineConfig, arm: PosthocConfig, arm_name: str, members: Sequence[str], splits: Any,
+                   log: Callable[[str], None]) -> dict[str, Any] | None:
+    """For an arm without dictionary steps: the dictionary of the first member whose prior's provider
+    has concept matches (e.g. token features on an ontology), written with no step reading it, so that
+    the folder's entities carry the concept IDs of the entries behind them; the tags are unchanged.
+    None (and a note) when no member has one or its groups have no type map."""
+    from . import posthoc
+
+    priors = prior_settings(cfg)
+    for name in members:
+        prior = priors.get(name)
+        if prior is None or not prior.provider:
+            continue
+        import priorkit
+
+        try:
+            if not getattr(priorkit.get_provider(prior.provider, **prior.params), "supports_matches", False):
+                continue
+            typed = posthoc.typed_arm(cfg, dataclasses.replace(arm, provider=prior.provider, params=dict(prior.params)),
+                                      f"sweep.posthoc.{arm_name}",
+                                      (t for s in splits.values() for e in s.examples for t in e.get("tags", ())))
+        except PriorkitError as exc:
+            log(f"note: no concept IDs in the recipe ({name}'s dictionary: {exc})")
+            return None
+        return {"provider": prior.provider, "params": dict(prior.params), "types": dict(typed.types),
+                "calibration": None, "use": f"concept IDs only (the dictionary of member {name}; no step reads it)"}
+    log(f"note: no member of {arm_name} reads a dictionary with concept matches: its entities carry no concept IDs")
+    return None
 
 
 def train_arm(cfg: PipelineConfig, arm_name: str, fraction: float, seed: int, *, force: bool = False,

@@ -190,4 +190,5 @@ def _dictionary_record(dictionary: Mapping[str, Any], data_dir: Path) -> dict:
                             f"from its sources {original.fingerprint}; the copied files differ")
     return {"provider": dictionary["provider"], "params": params, "fingerprint": original.fingerprint,
             "version": str(original.version), "types": dict(dictionary["types"]),
-            "calibration": dictionary.get("calibration")}
+            "calibration": dictionary.get("calibration"),
+            **({"use": dictionary["use"]} if dictionary.get("use") else {})}
