@@ -1,5 +1,5 @@
 """Self-training's teacher labelling its unlabelled text on a tagging engine (docs/silver.md,
-"Self-training"; ``prior.silver.teacher.engine``).
+"Self-training"; the pipeline's ``engine`` section).
 
 The silver store (:class:`~priorkit.supervision.silver.store.SilverStore`) stays the one place
 the labels land: it cuts the sentences it lacks into chunks and writes one shard per chunk; with
@@ -78,7 +78,7 @@ def build_teacher(recipe: TeacherRecipe) -> Callable[[Sequence[Sequence[str]]], 
     if labeller.fingerprint != recipe.fingerprint:
         raise PriorkitError(f"{where} rebuilt the teacher {recipe.folder} with fingerprint {labeller.fingerprint}, "
                             f"not the driver's {recipe.fingerprint}: the workers see another model folder or "
-                            "dictionary; give them the same files (or use prior.silver.teacher.engine: local)")
+                            "dictionary; give them the same files (or run the teacher locally: engine: {type: local})")
     return labeller.tags_many
 
 
