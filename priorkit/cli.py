@@ -93,6 +93,10 @@ def _verbosity(argv: list[str]) -> int:
     return level
 
 
+#: whether this process's own `-q` set PRIORKIT_QUIET (a user's own setting is left alone)
+_SET_QUIET = False
+
+
 def _configure_output(verbose: int, quiet: bool) -> None:
     """Logging level, warnings as one line each, progress bars off under --quiet."""
     import logging
@@ -105,9 +109,14 @@ def _configure_output(verbose: int, quiet: bool) -> None:
     if quiet or not is_terminal(sys.stderr):  # Hugging Face's own bars: none in a log (priorkit.output)
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    global _SET_QUIET
     if quiet:
         os.environ["PRIORKIT_QUIET"] = "1"  # read by progress bars and notices in sub-processes too
+        _SET_QUIET = True
         warnings.simplefilter("ignore")
+    elif _SET_QUIET:  # an earlier `-q` call in this process (a notebook, a test) set it; this one is not quiet
+        os.environ.pop("PRIORKIT_QUIET", None)
+        _SET_QUIET = False
     elif not verbose:
         def show(message, category, filename, lineno, file=None, line=None):
             click.echo(f"warning: {message}", err=True)

@@ -105,3 +105,23 @@ def test_ctrl_c_landing_in_a_finaliser_is_not_lost():
 def test_quiet_keeps_results_and_drops_notices(tmp_path):
     result = priorkit("-q", "data", "fetch", "wordsim")
     assert result.returncode == 0 and result.stderr == "" and "wordsim:" in result.stdout
+
+
+def test_a_quiet_call_does_not_quiet_the_next_call_in_the_same_process(monkeypatch):
+    """``priorkit -q`` sets PRIORKIT_QUIET for its sub-processes; a later call without -q in the same
+    process (a notebook, a test run) gets its progress back, while a user's own setting stays."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    from priorkit.cli import cli
+
+    monkeypatch.delenv("PRIORKIT_QUIET", raising=False)
+    with warnings.catch_warnings():
+        assert CliRunner().invoke(cli, ["-q", "plugins"]).exit_code == 0
+        assert os.environ.get("PRIORKIT_QUIET") == "1"
+        assert CliRunner().invoke(cli, ["plugins"]).exit_code == 0
+        assert "PRIORKIT_QUIET" not in os.environ
+        monkeypatch.setenv("PRIORKIT_QUIET", "1")  # the user's own
+        assert CliRunner().invoke(cli, ["plugins"]).exit_code == 0
+        assert os.environ.get("PRIORKIT_QUIET") == "1"

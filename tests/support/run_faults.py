@@ -43,7 +43,7 @@ data:
   eval: {{source: stsb, split: dev, sample: 24}}
 prior: {{name: paper, preset: paper, provider: trigram, cache: {cache}}}
 train: {{epochs: 2, batch_size: 8, eval_batch_size: 32, learning_rate: 1.0e-3, progress: false,
-         logging_steps: 1, threads: 1, save: steps, save_steps: 2}}
+         logging_steps: 1, threads: 1, save: 2}}
 """
 STEPS = 12  # 48 examples / 8 per batch x 2 epochs
 
