@@ -55,7 +55,7 @@ from . import decoding
 from . import knowledge
 from . import mix
 from . import outside
-from .sealed import sealed_readme
+from .sealed import recipe_check, sealed_readme, sealed_table
 from .knowledge import DECODE_RESULTS, KNOW_BRANCH, WEAK
 from .tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
@@ -243,7 +243,8 @@ def sentences(res: Results) -> str:
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
-    "readme": lambda res: sealed_readme(res.folder.parent.parent), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
+    "readme": lambda res: sealed_readme(res.folder.parent.parent),
+    "sealed-table": lambda res: sealed_table(res.folder), "recipe-check": lambda res: recipe_check(res.folder), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
     "curve-scores": curve_scores, "curve-deltas": curve_deltas,
     "arms-scores": arms_scores, "arms-deltas": arms_deltas,
     "silver-scores": silver_scores, "silver-deltas": silver_deltas,

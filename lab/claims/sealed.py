@@ -43,15 +43,7 @@ def sealed_readme(root: Path) -> str:
 
 
 def _render(root: Path, read: int, setting: str, cells: list[str], baseline: str | None) -> str:
-    """render_row with the ledger's relative paths read from the repository's root."""
-    import os
-
-    here = os.getcwd()
-    os.chdir(root)
-    try:
-        return lg.render_row(lg.LEDGER, read, setting, cells, baseline=baseline)
-    finally:
-        os.chdir(here)
+    return lg.render_row(lg.LEDGER, read, setting, cells, baseline=baseline, root=root)
 
 
 def verdict(root: Path, read: int = 1) -> str:
@@ -61,10 +53,10 @@ def verdict(root: Path, read: int = 1) -> str:
 
     line = lg.read_line(root / lg.LEDGER, read)
     result = root / line["result"]
-    got = lg._result_scores(result, "st-mix-doc", None, "test_f1")
+    got = lg.result_scores(result, "st-mix-doc", None, "test_f1")
     parts = []
     for base in ("dictionary-calibrated-doc", "st-nok", "none"):
-        ref = lg._result_scores(result, base, None, "test_f1")
+        ref = lg.result_scores(result, base, None, "test_f1")
         seeds = sorted(set(got) & set(ref))
         p = paired([100 * (got[s] - ref[s]) for s in seeds])
         parts.append((base, p))
@@ -81,3 +73,106 @@ def verdict(root: Path, read: int = 1) -> str:
              f"{s.mean:+.2f} [{s.ci_low:+.2f}, {s.ci_high:+.2f}], against {NAMES[nname]} {n.mean:+.2f} "
              f"[{n.ci_low:+.2f}, {n.ci_high:+.2f}].")
     return first + "\n"
+
+
+# ---- docs/benchmarks.md: the sealed read and the recipe folder, from their files -----------------
+READ1 = "bc5cdr-mix-read1-results.csv"
+DEVEL = "bc5cdr-mix-devel-results.csv"
+SEALED_TABLE = [  # setting, label
+    ("st-mix-doc", "**the recipe** (`st-mix-doc`)"),
+    ("st-mix", "the recipe before the document pass (`st-mix`)"),
+    ("dictionary-calibrated-doc", "the dictionary alone, calibrated on the seed's gold, read as a document"),
+    ("dictionary-calibrated", "the dictionary alone, calibrated, by sentence"),
+    ("dictionary-alone-doc", "the dictionary alone, read as a document"),
+    ("dictionary-alone", "the dictionary alone"),
+    ("st-nok", "self-training without knowledge (`st-nok`: the same teacher-student loop, gold alone)"),
+    ("none", "no knowledge"),
+]
+
+
+def _scores(path: Path, setting: str, column: str) -> dict[int, float]:
+    return lg.result_scores(path, setting, None, column)
+
+
+def _delta(a: dict[int, float], b: dict[int, float]):
+    from priorkit.stats import paired
+
+    seeds = sorted(set(a) & set(b))
+    return paired([100 * (a[s] - b[s]) for s in seeds]), sum(a[s] > b[s] for s in seeds)
+
+
+def _mean(v: dict[int, float]) -> str:
+    return f"{100 * sum(v.values()) / len(v):.2f}"
+
+
+def _recall_outside_doc(path: Path, setting: str) -> str:
+    import csv
+
+    with open(path, newline="") as fh:
+        v = [float(r["recall_other_doc"]) for r in csv.DictReader(fh) if r["prior"] == setting]
+    return f"{sum(v) / len(v):.2f}"  # the file holds x100
+
+
+def sealed_table(folder: Path) -> str:
+    """The devel and test (read 1) scores of the recipe and its baselines, the recipe's paired Δ
+    on test, and the two verdicts (the strongest baseline; strict blindness)."""
+    test, devel = folder / READ1, folder / DEVEL
+    recipe = _scores(test, "st-mix-doc", "test_f1")
+    rows = []
+    for setting, label in SEALED_TABLE:
+        t = _scores(test, setting, "test_f1")
+        cell = ""
+        if setting != "st-mix-doc":
+            p, ahead = _delta(recipe, t)
+            cell = f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], {ahead}/{p.n} seeds ahead"
+        rows.append(f"| {label} | {_mean(_scores(devel, setting, 'eval_f1'))} | {_mean(t)} | {cell} |")
+    head = "| row | devel | test (read 1) | recipe − row, test |\n|---|---|---|---|\n"
+    d, _ = _delta(_scores(devel, "st-mix-doc", "eval_f1"), _scores(devel, "dictionary-calibrated-doc", "eval_f1"))
+    t, _ = _delta(recipe, _scores(test, "dictionary-calibrated-doc", "test_f1"))
+    dictionary = folder / READ1.replace("results.csv", "results-dictionary.csv")
+    devel_dictionary = folder / DEVEL.replace("results.csv", "dictionary.csv")
+    note = (f"\nAgainst the calibrated dictionary read as a document the recipe "
+            f"{'beats it' if t.ci_low > 0 else 'does not beat it by a CI above 0'} on test "
+            f"({t.mean:+.2f} [{t.ci_low:+.2f}, {t.ci_high:+.2f}]); on devel {d.mean:+.2f} [{d.ci_low:+.2f}, "
+            f"{d.ci_high:+.2f}]. Recall outside the document-level dictionary (strict blindness): the recipe "
+            f"{_recall_outside_doc(dictionary, 'st-mix-doc')} against no knowledge's "
+            f"{_recall_outside_doc(dictionary, 'none')} on test, {_recall_outside_doc(devel_dictionary, 'st-mix-doc')} "
+            f"against {_recall_outside_doc(devel_dictionary, 'none')} on devel.\n")
+    return head + "\n".join(rows) + "\n" + note
+
+
+def recipe_check(folder: Path) -> str:
+    """The recipe folders against the read that scored them (benchmarks/recipe_check.py) and the
+    raw-text check (benchmarks/rawtext_check.py)."""
+    import json
+
+    check = json.loads((folder / "recipe-check-seed0.json").read_text())
+    raw = json.loads((folder / "bc5cdr-rawtext-check-recipe-devel1000.json").read_text())
+    arms = check["arms"]
+
+    def cells(f) -> str:
+        return " | ".join(f(arms[a]) for a in ("st-mix", "st-mix-doc"))
+
+    def ids(a) -> str:
+        src = "; ".join(f"{k} {v['with_concept_ids']:,} of {v['entities']:,}" for k, v in a["by_source"].items())
+        return f"{100 * a['share_with_concept_ids']:.1f}% ({src})"
+
+    r, c = raw["scores"]["raw"]["overall"]["f1"], raw["scores"]["conll"]["overall"]["f1"]
+
+    def f1s(a) -> str:
+        return f"{a['sweep_f1']:.4f} / {a['cli_f1']:.4f}"
+
+    def size(a) -> str:
+        return f"{a['folder_bytes'] / 1e6:.0f} MB; {a['predict_seconds']:.0f} s ({a['input']})"
+
+    same = "met" if all(a["matches_sweep_4_digits"] for a in arms.values()) else "MISSED"
+    gap = "met" if abs(c - r) * 100 <= 1.0 else "MISSED"
+    rows = [
+        f"| test F1: the read / `priorkit predict` on the folder | {cells(f1s)} | equal to 4 digits: {same} |",
+        f"| a copy of the folder elsewhere tags the same | {cells(lambda a: 'yes' if a['copy_tags_the_same'] else 'NO')} | |",
+        f"| entities with concept IDs (exported before a mix arm carried its member's dictionary) | {cells(ids)} | stated |",
+        f"| folder size; `priorkit predict` time (loading included) | {cells(size)} | |",
+        f"| raw text vs CoNLL, by offsets ({raw['sentences']:,} devel sentences) | | {100 * r:.2f} vs {100 * c:.2f} "
+        f"(gap {100 * (c - r):.2f}) | within 1.0: {gap} |",
+    ]
+    return "| check | st-mix | st-mix-doc | target |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"

@@ -115,7 +115,8 @@ def today() -> str:
 
 
 # ---- README rows ------------------------------------------------------------------------------
-def _result_scores(path: Path, setting: str, fraction: float | None, column: str) -> dict[int, float]:
+def result_scores(path: Path, setting: str, fraction: float | None, column: str) -> dict[int, float]:
+    """``{seed: score}`` of ``setting`` in a read's result file (one fraction, or the only one)."""
     with open(path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["prior"] == setting and r.get(column) not in (None, "")]
     if fraction is not None:
@@ -134,24 +135,25 @@ def read_line(ledger: str | Path, read: int) -> dict[str, str]:
 
 
 def render_row(ledger: str | Path, read: int, setting: str, cells: Sequence[str], *, baseline: str | None = None,
-               fraction: float | None = None, metric: str = "f1", split: str = "test") -> str:
+               fraction: float | None = None, metric: str = "f1", split: str = "test", root: str | Path = ".") -> str:
     """A Markdown row for README's measured table from a final read: ``cells`` (e.g. task, train,
     arm), the setting's mean score x100 on the read's result file, its paired Δ against
     ``baseline`` with the 95% CI over seeds and the seeds ahead, the number of seeds, and the link
-    to the ledger line, ``[read N](LEDGER#L<N+1>)``."""
+    to the ledger line, ``[read N](LEDGER#L<N+1>)``.  ``ledger`` and the read's result file are
+    paths relative to ``root`` (the repository), as in the ledger."""
     from ..stats import paired
 
-    line = read_line(ledger, read)
-    result = Path(line["result"])
+    line = read_line(Path(root) / ledger, read)
+    result = Path(root) / line["result"]
     column = f"{split}_{metric}"
-    got = _result_scores(result, setting, fraction, column)
+    got = result_scores(result, setting, fraction, column)
     if not got:
         raise PriorkitError(f"{result} (read {read}) has no {column} of {setting!r}; it holds the settings read "
                             f"then: {line['scored']}")
     mean = sum(got.values()) / len(got)
     delta = "-"
     if baseline is not None:
-        base = _result_scores(result, baseline, fraction, column)
+        base = result_scores(result, baseline, fraction, column)
         seeds = sorted(set(got) & set(base))
         p = paired([100 * (got[s] - base[s]) for s in seeds])
         ahead = sum(got[s] > base[s] for s in seeds)
@@ -160,7 +162,7 @@ def render_row(ledger: str | Path, read: int, setting: str, cells: Sequence[str]
         count = f"{len(seeds)} ({ahead} ahead)"
     else:
         count = str(len(got))
-    index = list(read_ledger(ledger)).index(line) + 2  # the header is line 1
+    index = list(read_ledger(Path(root) / ledger)).index(line) + 2  # the header is line 1
     link = f"[read {read}]({Path(ledger).as_posix()}#L{index})"
     return "| " + " | ".join([*cells, f"{100 * mean:.2f}", delta, count, link]) + " |"
 
