@@ -4,7 +4,7 @@ moment after it started tagging, runs the same command again to the end, and com
 with an uninterrupted run's, byte for byte.  The test suite's small version:
 tests/test_predict_documents.py and tests/test_tagging.py (real kill -9 of a child process).
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/kill_resume.py --sentences 6000 --trials 5
+    .venv/bin/python benchmarks/kill_resume.py --sentences 6000 --trials 5
 """
 from __future__ import annotations
 

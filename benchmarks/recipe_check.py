@@ -15,7 +15,7 @@ Also: the same with long sentences cut at the token limit as the sweep did (the 
 entities that carry a concept ID, the folder's size, and a copy of the folder elsewhere tagging
 the first sentences the same.  One JSON file of results (``--results``).
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/recipe_check.py pipelines/bc5cdr-mix.yaml \\
+    .venv/bin/python benchmarks/recipe_check.py pipelines/bc5cdr-mix.yaml \\
         --seed 0 --set 'evaluate=[test]' --out-dir models --results docs/results/recipe-check-seed0.json \\
         --ledger docs/results/test-reads.csv --decision "..."
 

@@ -7,7 +7,7 @@ The issue's example is line 150,000; tagging 150,000 sentences takes over 15 min
 VM, so the default is line 15,000 of 20,000 (the reader, the check before loading and the commit
 path do not depend on the position).
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/tag_bad_input.py --lines 20000 --bad-at 15000
+    .venv/bin/python benchmarks/tag_bad_input.py --lines 20000 --bad-at 15000
 """
 from __future__ import annotations
 

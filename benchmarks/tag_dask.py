@@ -3,7 +3,7 @@ token-features MiniLM, BC5CDR sentences): the two files must be equal byte for b
 times (cluster start and each worker's model load included) and the speed-up are recorded.
 Local: one process with 2 torch threads; Dask: 2 worker processes with 1 thread each.
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/tag_dask.py --sentences 4000
+    .venv/bin/python benchmarks/tag_dask.py --sentences 4000
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ The issue asks for 20k vs 400k sentences; on the 2-core VM 400k sentences take o
 so the default is 2k vs 40k (the same 20x; the 2k run already passes through eight 256-document
 chunks, so it holds the model, a chunk in flight and the interpreter, as the large one does).
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/tag_memory.py --small 2000 --large 40000
+    .venv/bin/python benchmarks/tag_memory.py --small 2000 --large 40000
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ Times exclude loading (each system is warmed on the calibration slice first); th
 are interleaved (hf, features, recipe, plain, dictionary, then again) and each system's faster round is
 kept.  Targets: features <= 1.3x hf's time, recipe <= 2.4x.
 
-    /work/shared/bin/exclusive .venv/bin/python benchmarks/tag_throughput.py --sentences 2000
+    .venv/bin/python benchmarks/tag_throughput.py --sentences 2000
 """
 from __future__ import annotations
 
