@@ -47,7 +47,8 @@ rc=0
 wait $pa || { rc=$?; echo "[demo] lane none + st-nofeat failed (exit $rc)" >&2; }
 wait $pb || { rc=$?; echo "[demo] lane st-branch failed (exit $rc)" >&2; }
 [ $rc -eq 0 ] || { tail -n 20 "$logs"/*-seed*.log >&2; exit $rc; }
-echo "[demo] models trained and scored: $((SECONDS - start)) s (lane none + st-nofeat $(cat "$logs/lane-a.s") s, lane st-branch $(cat "$logs/lane-b.s") s)"
+train_s=$((SECONDS - start)) lane_a_s=$(cat "$logs/lane-a.s") lane_b_s=$(cat "$logs/lane-b.s")
+echo "[demo] models trained and scored: $train_s s (lane none + st-nofeat $lane_a_s s, lane st-branch $lane_b_s s)"
 # the trained runs are skipped: the post-hoc arms (st-mix-doc, the recipe, last of them), then the
 # baselines and results.md (threads are no part of a run's key).  As soon as the recipe's arm is
 # scored it is exported and tags the abstract, beside the sweep's baselines.
@@ -58,17 +59,27 @@ touch "$logs/sweep.start"
 "$pk" -q sweep "$P" --set train.threads=2 "$@" > "$logs/sweep.log" 2>&1 & ps=$!
 while kill -0 "$ps" 2>/dev/null && ! [ "$recipe_metrics" -nt "$logs/sweep.start" ]; do sleep 1; done
 if ! kill -0 "$ps" 2>/dev/null; then wait "$ps" || { cat "$logs/sweep.log" >&2; exit 1; }; ps=; fi
-echo "[demo] the mix and the document pass scored: $((SECONDS - t)) s"
+posthoc_s=$((SECONDS - t))
+echo "[demo] the mix and the document pass scored: $posthoc_s s"
 t1=$SECONDS
 "$pk" -q export "$P" --arm st-mix-doc --seed "$first" --out "$out/recipe" --force "$@" > "$logs/export.log" 2>&1 \
     || { cat "$logs/export.log" >&2; [ -z "$ps" ] || kill "$ps"; exit 1; }
-echo "[demo] the recipe (seed $first) as one folder, $out/recipe: $((SECONDS - t1)) s"
+export_s=$((SECONDS - t1))
+echo "[demo] the recipe (seed $first) as one folder, $out/recipe: $export_s s"
 t1=$SECONDS
 "$pk" -q predict "$out/recipe" "$ABSTRACT" --out "$out/abstract.jsonl" --force > "$logs/predict.log" 2>&1 \
     || { cat "$logs/predict.log" >&2; [ -z "$ps" ] || kill "$ps"; exit 1; }
-echo "[demo] $ABSTRACT tagged by that folder (priorkit predict, loading included): $((SECONDS - t1)) s"
+predict_s=$((SECONDS - t1))
+echo "[demo] $ABSTRACT tagged by that folder (priorkit predict, loading included): $predict_s s"
 [ -z "$ps" ] || wait "$ps" || { cat "$logs/sweep.log" >&2; exit 1; }
-echo "[demo] the dictionary baselines and results.md: done $((SECONDS - t)) s after the sweep started"
+sweep_s=$((SECONDS - t))
+echo "[demo] the dictionary baselines and results.md: done $sweep_s s after the sweep started"
+# the summary: summary.md (printed) and summary.json, with each step's seconds
 .venv/bin/python scripts/demo_summary.py "$P" --tagged "$out/abstract.jsonl" --recipe "$out/recipe" \
-    --abstract "$ABSTRACT" "$@"
-echo "[demo] done in $((SECONDS - start)) s (after bootstrap)"
+    --abstract "$ABSTRACT" --timing "training=$train_s" --timing "lane_none_st_nofeat=$lane_a_s" \
+    --timing "lane_st_branch=$lane_b_s" --timing "posthoc=$posthoc_s" --timing "export=$export_s" \
+    --timing "predict=$predict_s" --timing "sweep=$sweep_s" "$@"
+done_s=$((SECONDS - start))
+echo "[demo] done in $done_s s (after bootstrap)"
+.venv/bin/python -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["seconds"]["after_bootstrap"] = int(sys.argv[2])
+open(p, "w").write(json.dumps(d, indent=2) + "\n")' "$out/summary.json" "$done_s"

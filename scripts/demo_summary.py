@@ -17,9 +17,13 @@ baselines) and prints:
   against its gold annotation.
 
     .venv/bin/python scripts/demo_summary.py pipelines/demo-bc5cdr.yaml [--tagged FILE] [--set FIELD=VALUE ...]
+        [--timing NAME=SECONDS ...]
 
 Arguments it does not know (those meant for ``priorkit``) are ignored, so demo.sh can pass its own
-arguments to both.  Writes ``summary.md`` in the sweep's folder.
+arguments to both.  Writes ``summary.md`` in the sweep's folder, and beside it ``summary.json``: the
+same numbers unrounded for machines (:func:`summary_record`; docs/results/demo-bc5cdr.json is one,
+read by ``lab/claims/demo.py`` for the README and docs/benchmarks.md).  ``--timing`` records a step's
+seconds (demo.sh passes its steps') under ``seconds``.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ import math
 import os
 import statistics as st
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -55,6 +60,13 @@ ROWS = [
     ("dictionary-calibrated-doc", "the dictionary alone, calibrated, read as a document"),
 ]
 DICTIONARIES = [name for name, _ in ROWS if name.startswith("dictionary-")]
+#: the version of summary.json's layout (:func:`summary_record`)
+SCHEMA = "priorkit demo summary 1"
+#: what summary.json says of the run besides its numbers (:func:`main` fills them; None where unknown)
+ABOUT = ("pipeline", "split", "metric", "seeds", "train_sentences", "unlabeled_text", "unlabeled_sentences",
+         "test_sentences", "epochs", "abstract", "seconds", "written")
+#: the sentence bootstrap's replicates (priorkit.stats.bootstrap_f1_delta's default, as the text says)
+REPLICATES = 2000
 BC5CDR_TEST = Path(__file__).resolve().parent.parent / "data" / "bc5cdr" / "test.tsv"
 
 
@@ -107,16 +119,25 @@ def results_table(scores: dict, fraction: float, cis: dict, labels: list[tuple[s
     return "\n".join(lines) + "\n"
 
 
+def strongest(scores: dict, fraction: float, cis: dict, recipe: str = RECIPE,
+              dictionaries: list[str] | None = None) -> tuple[str, float, tuple | None] | None:
+    """The strongest dictionary row (the highest mean F1), the recipe's F1 minus its, and that Δ's
+    95% CI (or None); None when no dictionary row or no recipe row was scored."""
+    rows = [d for d in (DICTIONARIES if dictionaries is None else dictionaries) if scores.get((d, fraction))]
+    if not rows or not scores.get((recipe, fraction)):
+        return None
+    best = max(rows, key=lambda d: _mean(scores[(d, fraction)]))
+    return best, _mean(scores[(recipe, fraction)]) - _mean(scores[(best, fraction)]), cis.get(best)
+
+
 def verdict(scores: dict, fraction: float, cis: dict, recipe: str = RECIPE,
             dictionaries: list[str] | None = None) -> str:
     """One plain sentence: does the recipe beat the strongest dictionary row (the highest mean F1)?"""
-    rows = [d for d in (DICTIONARIES if dictionaries is None else dictionaries) if scores.get((d, fraction))]
-    if not rows or not scores.get((recipe, fraction)):
+    found = strongest(scores, fraction, cis, recipe, dictionaries)
+    if found is None:
         return "No dictionary row or no recipe row was scored: nothing to compare."
-    best = max(rows, key=lambda d: _mean(scores[(d, fraction)]))
+    best, delta, ci = found
     label = dict(ROWS).get(best, best)
-    delta = _mean(scores[(recipe, fraction)]) - _mean(scores[(best, fraction)])
-    ci = cis.get(best)
     shown = f"{_signed(delta)} F1" + (f", 95% CI [{_signed(ci[0])}, {_signed(ci[1])}]" if ci else "")
     if ci and ci[0] > 0:
         return f"The recipe BEATS the strongest dictionary row ({label}): {shown}, the CI above 0."
@@ -127,6 +148,75 @@ def verdict(scores: dict, fraction: float, cis: dict, recipe: str = RECIPE,
             "dictionary alone tags better than the recipe. The recipe of record learns from far more text (the "
             "rest of BC5CDR's train, unlabelled); its measured results, and the dictionary rows they were compared "
             "with, are in docs/benchmarks.md#the-recipe-of-record.")
+
+
+def _number(x):
+    """A JSON number: None for NaN or a missing value."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def recall_means(per_arm: dict) -> list[dict]:
+    """Per arm, as :func:`priorkit.evaluation.dictionary_recall.recall_table` shows it: the mean over
+    its runs of recall inside the dictionary, outside it (and its two parts) and overall, and the
+    precision of its entities beyond the dictionary (None for an arm that predicts none)."""
+    out = []
+    for arm, runs in per_arm.items():
+        if not runs:
+            continue
+        n = len(runs)
+        row = {"arm": arm, "runs": n}
+        for k in ("recall_dict", "recall_other", "recall_boundary", "recall_unseen", "recall"):
+            row[k] = sum(getattr(r, k) for r in runs) / n
+        beyond = [r.precision_other for r in runs if r.pred_other]
+        row["precision_other"] = sum(beyond) / len(beyond) if beyond else None
+        out.append(row)
+    return out
+
+
+def summary_record(scores: dict, fraction: float, cis: dict, labels: list[tuple[str, str]] | None = None,
+                   recipe: str = RECIPE, extra: dict | None = None, recalls: dict | None = None,
+                   **about) -> dict:
+    """summary.json: what summary.md shows, as numbers (x100, unrounded).
+
+    ``rows``: one per scored row, in the table's order: ``name``, ``label``, ``f1`` (the mean over
+    seeds) and ``f1_by_seed``, ``precision``, ``recall``, and against the recipe ``delta`` (the
+    recipe's F1 minus the row's, paired), ``ci`` ([low, high] of the sentence bootstrap),
+    ``ci_seeds`` (Student's t over two or more seeds) and ``seeds_ahead`` of ``seeds_paired``; the
+    recipe's own row has None there.  ``verdict``: the strongest dictionary row, the Δ against it and
+    its CI, ``outcome`` (``beats``: the CI above 0; ``ahead``: Δ above 0, the CI holding 0;
+    ``behind``) and the sentence.  ``recall``: the dictionary's coverage of the gold entities and
+    :func:`recall_means`.  ``about`` (the pipeline, the slice's sizes, the abstract, ``seconds`` ...)
+    is merged in as it is."""
+    labels = ROWS if labels is None else labels
+    rows = []
+    for name, label in labels:
+        got = scores.get((name, fraction))
+        if not got:
+            continue
+        p, r = (extra or {}).get(name, (None, None))
+        row = {"name": name, "label": label, "f1": _mean(got), "f1_by_seed": {str(s): got[s] for s in sorted(got)},
+               "precision": _number(p), "recall": _number(r), "delta": None, "ci": None, "ci_seeds": None,
+               "seeds_ahead": None, "seeds_paired": None}
+        c = compare(scores, recipe, name, fraction) if name != recipe else None
+        if c is not None:
+            ci = cis.get(name)
+            row.update(delta=c.stats.mean, ci=list(ci) if ci else None,
+                       ci_seeds=[c.stats.ci_low, c.stats.ci_high] if c.stats.n > 1 else None,
+                       seeds_ahead=sum(d > 0 for d in c.deltas), seeds_paired=c.stats.n)
+        rows.append(row)
+    found = strongest(scores, fraction, cis, recipe)
+    best = None
+    if found is not None:
+        name, delta, ci = found
+        outcome = "beats" if ci and ci[0] > 0 else "ahead" if delta > 0 else "behind"
+        best = {"row": name, "delta": delta, "ci": list(ci) if ci else None, "outcome": outcome}
+    record = {"schema": SCHEMA, **about, "fraction": fraction, "bootstrap_replicates": REPLICATES, "rows": rows,
+              "verdict": {**(best or {}), "text": verdict(scores, fraction, cis, recipe)}}
+    if recalls:
+        cov = recalls["the dictionary alone"][0]
+        record["recall"] = {"gold_dict": cov.gold_dict, "gold": cov.gold, "coverage": cov.coverage,
+                            "arms": recall_means(recalls)}
+    return record
 
 
 def gold_entities(text: str, conll: Path = BC5CDR_TEST) -> set[tuple[int, int, str]] | None:
@@ -192,7 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tagged", type=Path, help="priorkit predict's JSON Lines output for the abstract")
     ap.add_argument("--recipe", type=Path, help="the recipe folder that tagged it (named in the output)")
     ap.add_argument("--abstract", type=Path, help="the raw text it tagged (named in the output)")
+    ap.add_argument("--timing", action="append", default=[], metavar="NAME=SECONDS",
+                    help="a step's seconds, recorded in summary.json's seconds")
     args, _ = ap.parse_known_args(argv)
+    seconds = {}
+    for t in args.timing:
+        name, _, value = t.partition("=")
+        seconds[name] = float(value) if "." in value else int(value)
     cfg = load_config(args.pipeline, args.overrides)
     split, metric = cfg.sweep.split, cfg.task.metric
     fraction = cfg.sweep.fractions[0]
@@ -228,13 +324,14 @@ def main(argv: list[str] | None = None) -> int:
         recalls["the dictionary alone"] = [dictionary_recall(dict_tags, gold, dict_tags)]
 
     n_train = next((r["train_examples"] for r in rows if r.get("prior") == NONE and r.get("train_examples")), "?")
-    text_of = "the rest of train"
+    text_of, n_unlabeled = "the rest of train", None
     if cfg.data.unlabeled is not None:
         from priorkit.training.data import load_unlabeled
 
         src = cfg.data.unlabeled
-        n = len(load_unlabeled(src, cfg.where("data.unlabeled")))
-        text_of = f"{n} {src.split} sentences" if src.split else f"{n} sentences of {Path(src.path or '?').name}"
+        n_unlabeled = len(load_unlabeled(src, cfg.where("data.unlabeled")))
+        text_of = (f"{n_unlabeled} {src.split} sentences" if src.split else
+                   f"{n_unlabeled} sentences of {Path(src.path or '?').name}")
     n_test = len(dictionary[1]) if dictionary is not None else "?"
     many = len(seeds) > 1
     ci_note = ("a paired bootstrap over the test sentences and the seeds" if many else
@@ -251,9 +348,14 @@ def main(argv: list[str] | None = None) -> int:
         text += [f"Recall x100 on the gold entities the dictionary's sentence-level matches tag exactly ({cov.gold_dict}"
                  f" of {cov.gold}, {cov.coverage:.1f}%) and on the others, and how often the entities a row predicts "
                  "beyond those matches are right:\n", recall_table(recalls)]
+    abstract = None
     if args.tagged is not None and args.tagged.exists():
         record = json.loads(args.tagged.read_text().splitlines()[0])
         gold = gold_entities(record["text"])
+        keys = {(e["start"], e["end"], e["type"]) for e in record.get("entities", [])}
+        abstract = {"source": str(args.abstract or record.get("id", "")), "characters": len(record["text"]),
+                    "entities": len(keys), "gold": None if gold is None else len(gold),
+                    "gold_found": None if gold is None else len(keys & gold)}
         folder = args.recipe or "the recipe folder"
         source = args.abstract or record.get("id", "")
         text += [f"A raw abstract ({source}, {len(record['text'])} characters, not CoNLL) tagged by the recipe "
@@ -265,6 +367,15 @@ def main(argv: list[str] | None = None) -> int:
                 + " (the recipe folder: `priorkit show FOLDER`, `priorkit.load_model(FOLDER)`; docs/tagging.md)\n")
     summary = "\n".join(text)
     (out / "summary.md").write_text(summary)
+    about = {"pipeline": cfg.name, "split": split, "metric": metric, "seeds": seeds,
+             "train_sentences": None if n_train == "?" else n_train, "unlabeled_text": text_of,
+             "unlabeled_sentences": n_unlabeled, "test_sentences": None if n_test == "?" else n_test,
+             "epochs": cfg.train.epochs, "abstract": abstract, "seconds": seconds,
+             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    assert tuple(about) == ABOUT
+    data = summary_record(scores, fraction, cis, row_labels(cfg), extra=_row_counts(rows, split),
+                          recalls=recalls, **about)
+    (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")
     print("\n" + summary)
     return 0
 

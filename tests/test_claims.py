@@ -163,3 +163,56 @@ def test_the_threshold_table_gives_means_and_the_range_over_seeds(tmp_path, monk
     lines = claims_knowledge.calibration_thresholds(Results(tmp_path)).splitlines()
     assert lines[2:] == ["| BC5CDR, HPO + MeSH | - (as it is) | 0 | 71.0 | 71.0 | 71.0 (70.0-72.0) | 2 |",
                          "| BC5CDR, HPO + MeSH | 0.5 | 140-150 | 81.0 | 70.0 | 75.0 (74.0-76.0) | 2 |"]
+
+
+def test_the_tagging_tables_follow_their_files(tmp_path):
+    """Every number of the tagging tables is read from docs/results/tagging-*.json: change a file and
+    the tables change (a target missed, a slower Dask run, a GPU measured)."""
+    import json
+    import shutil
+
+    from lab.claims import tagging
+
+    for name in (tagging.THROUGHPUT, tagging.MEMORY, tagging.TRIM, tagging.KILL, tagging.DASK, tagging.BAD,
+                 tagging.GPU):
+        shutil.copy(RESULTS / name, tmp_path / name)
+    assert tagging.memory_slope(json.loads((RESULTS / tagging.MEMORY).read_text())) == 25
+    tp = json.loads((tmp_path / tagging.THROUGHPUT).read_text())
+    tp["ratio_recipe_to_hf"], tp["systems"]["hf"]["sentences_per_second"] = 2.5, 12.34
+    (tmp_path / tagging.THROUGHPUT).write_text(json.dumps(tp))
+    gpu = json.loads((tmp_path / tagging.GPU).read_text())
+    gpu["cuda"] = True
+    gpu["runs"].append({"device": "cuda", "precision": "bf16", "batch_size": 64, "documents": 600,
+                        "documents_per_second": 512.0})
+    (tmp_path / tagging.GPU).write_text(json.dumps(gpu))
+    table = tagging.tagging_table(Results(tmp_path))
+    assert "pipeline 12.3 sentences/s" in table and "the recipe 42.8 (**2.50x**, target 2.4x)" in table
+    assert "512.0 documents/s at batch 64 (cuda, bf16)" in table and "no GPU here" not in table
+    scaling = tagging.tagging_scaling(Results(tmp_path))
+    assert "features **met**; recipe **missed** (on 800 sentences)" in scaling
+
+
+def test_the_demo_blocks_read_a_demo_runs_summary_json(tmp_path):
+    """A later demo run's summary.json (no trial log, no cold index) renders too; a recipe that beats
+    the dictionary is said to."""
+    import json
+
+    from lab.claims import demo
+
+    d = json.loads((RESULTS / demo.DEMO).read_text())
+    for key in ("extracted_from", "extracted_note", "trial", "cold_index"):
+        d.pop(key)
+    d["written"] = "2027-01-02T03:04:05Z"
+    d["rows"][0]["f1"] = 85.0
+    d["verdict"].update(delta=4.26, ci=[1.5, 7.0], outcome="beats")
+    (tmp_path / demo.DEMO).write_text(json.dumps(d))
+    res = Results(tmp_path)
+    readme = demo.demo_readme(res)
+    assert "the recipe tags better than the calibrated dictionary (85.00 against 80.74 F1 on\n300" in readme
+    run = demo.demo_run(res)
+    assert "Measured 2027-01-02:\n**288 s** after the bootstrap" in run and "empty home" not in run
+    assert run.endswith("The numbers: [results/demo-bc5cdr.json](results/demo-bc5cdr.json).\n")
+    table = demo.demo_table(res)
+    assert table.endswith("The recipe BEATS the strongest dictionary row (the dictionary alone, calibrated, read as a "
+                          "document): +4.26 F1, 95% CI [+1.50, +7.00], the CI above 0.\n")
+    assert "| **the recipe**: st-mix, then the dictionary read as a document | 85.00 |  |  |" in table

@@ -82,6 +82,46 @@ def test_the_verdict_names_the_strongest_dictionary_and_says_plainly_when_the_re
     assert "-1.00 F1" in behind
 
 
+def test_summary_json_holds_every_row_the_verdict_and_the_recall_as_numbers():
+    """summary.json (summary_record): what summary.md shows, unrounded; the kept
+    docs/results/demo-bc5cdr.json (extracted once from demo-bc5cdr.md) has the same layout."""
+    from priorkit.evaluation.dictionary_recall import DictionaryRecall, recall_table
+
+    m = _summary()
+    scores = {("st-mix-doc", 1.0): {0: 80.0}, ("none", 1.0): {0: 50.0},
+              ("dictionary-calibrated-doc", 1.0): {0: 78.5}}
+    cis = {"none": (25.0, 35.0), "dictionary-calibrated-doc": (-1.0, 4.0)}
+    recalls = {"the recipe": [DictionaryRecall(gold_dict=8, found_dict=6, gold_other=2, found_other=1, pred_other=4,
+                                               right_other=1)],
+               "the dictionary alone": [DictionaryRecall(gold_dict=8, found_dict=8, gold_other=2)]}
+    about = dict.fromkeys(m.ABOUT) | {"seconds": {"training": 12}}
+    d = m.summary_record(scores, 1.0, cis, extra={"none": (40.0, 60.0)}, recalls=recalls, **about)
+    json.dumps(d, allow_nan=False)  # no NaN: a missing precision is null
+    rows = {r["name"]: r for r in d["rows"]}
+    assert list(rows) == ["st-mix-doc", "none", "dictionary-calibrated-doc"]
+    assert rows["st-mix-doc"]["f1"] == 80.0 and rows["st-mix-doc"]["delta"] is None
+    assert rows["st-mix-doc"]["precision"] is None and rows["st-mix-doc"]["ci"] is None
+    assert rows["none"] == {"name": "none", "label": "no knowledge (MiniLM on the gold alone)", "f1": 50.0,
+                            "f1_by_seed": {"0": 50.0}, "precision": 40.0, "recall": 60.0, "delta": 30.0,
+                            "ci": [25.0, 35.0], "ci_seeds": None, "seeds_ahead": 1, "seeds_paired": 1}
+    assert d["verdict"] == {"row": "dictionary-calibrated-doc", "delta": 1.5, "ci": [-1.0, 4.0], "outcome": "ahead",
+                            "text": m.verdict(scores, 1.0, cis)}
+    assert d["recall"]["gold_dict"] == 8 and d["recall"]["gold"] == 10 and d["recall"]["coverage"] == 80.0
+    recipe, alone = d["recall"]["arms"]
+    assert recipe == {"arm": "the recipe", "runs": 1, "recall_dict": 75.0, "recall_other": 50.0,
+                      "recall_boundary": 0.0, "recall_unseen": 50.0, "recall": 70.0, "precision_other": 25.0}
+    assert alone["precision_other"] is None  # recall_table's "-"
+    assert recall_table(recalls).splitlines()[2] == "| the recipe | 1 | 75.0 | 50.0 | 0.0 | 50.0 | 70.0 | 25.0 |"
+    assert d["seconds"] == {"training": 12} and d["schema"] == m.SCHEMA
+    # the kept file: the same keys, plus what only its source held (the trial's log, the cold index)
+    kept = json.loads((ROOT / "docs" / "results" / "demo-bc5cdr.json").read_text())
+    assert kept["schema"] == m.SCHEMA and kept["extracted_from"] == "demo-bc5cdr.md"
+    assert set(kept) - {"extracted_from", "extracted_note", "trial", "cold_index"} == set(d)
+    assert all(set(r) == set(rows["none"]) for r in kept["rows"])
+    assert set(kept["verdict"]) == set(d["verdict"]) and set(kept["recall"]) == set(d["recall"])
+    assert all(set(a) == set(recipe) for a in kept["recall"]["arms"])
+
+
 def test_the_abstract_is_checked_against_its_gold_entities():
     m = _summary()
     text = ABSTRACT.read_text()
@@ -157,10 +197,18 @@ def test_the_summary_of_a_tiny_real_demo_sweep(tmp_path, tiny_bert_dir, capsys):
 
     m = _summary()
     capsys.readouterr()
-    assert m.main([str(DEMO), *args, "--tagged", str(tagged), "--recipe", str(recipe), "--abstract", str(raw)]) == 0
+    assert m.main([str(DEMO), *args, "--tagged", str(tagged), "--recipe", str(recipe), "--abstract", str(raw),
+                   "--timing", "training=12"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert (tmp_path / "runs" / "summary.md").read_text().strip() == out.strip()
+    data = json.loads((tmp_path / "runs" / "summary.json").read_text())  # the same numbers, for machines
+    assert data["seconds"] == {"training": 12} and data["seeds"] == [0] and data["pipeline"] == "demo-bc5cdr"
+    for r in data["rows"]:
+        line = next(line for line in lines if line.startswith(f"| {r['label']} | "))
+        cells = line.split(" | ")
+        assert cells[1] == f"{r['f1']:.2f}" and cells[4] == ("" if r["delta"] is None else f"{r['delta']:+.2f}")
+    assert data["verdict"]["text"] in out and data["abstract"]["characters"] == len(raw.read_text())
     rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
     for label in ("**the recipe**: st-mix, then the dictionary read as a document", "no knowledge (MiniLM on the gold alone)",
                   "the dictionary alone (HPO+MeSH matches, no model)", "the dictionary alone, read as a document",

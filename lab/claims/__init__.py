@@ -41,7 +41,10 @@ read as a document;
 :mod:`.outside`), and ``retrain-check`` / ``carry-devel`` / ``carry-test`` (the recipe
 retrained; the model's own finds carried across the split; :mod:`.carry`), ``gate-devel`` /
 ``gate-test`` (the same, where the mix half agrees) and ``doc-curve`` / ``doc-curve-deltas`` (the recipe
-with the document pass at 1%, 10% and 100%; :mod:`.carry`).
+with the document pass at 1%, 10% and 100%; :mod:`.carry`); ``tagging-table`` / ``tagging-scaling``
+(tagging a corpus, issue 46: throughput, memory, kill -9, Dask, a bad record, GPU; :mod:`.tagging`);
+``demo-readme`` / ``demo-run`` / ``demo-table`` (the demo's paragraph in the README, its cost and its
+table in docs/benchmarks.md, from ``demo-bc5cdr.json``; :mod:`.demo`).
 """
 from __future__ import annotations
 
@@ -52,9 +55,11 @@ from typing import Callable, Sequence
 
 from . import carry
 from . import decoding
+from . import demo
 from . import knowledge
 from . import mix
 from . import outside
+from . import tagging
 from .sealed import recipe_check, sealed_readme, sealed_table
 from .knowledge import DECODE_RESULTS, KNOW_BRANCH, WEAK
 from .tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
@@ -277,6 +282,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "retrain-check": carry.retrain_check, "carry-devel": carry.carry_devel, "carry-test": carry.carry_test,
     "gate-devel": carry.gate_devel, "gate-test": carry.gate_test,
     "doc-curve": carry.doc_curve, "doc-curve-deltas": carry.doc_curve_deltas,
+    "tagging-table": tagging.tagging_table, "tagging-scaling": tagging.tagging_scaling,
+    "demo-readme": demo.demo_readme, "demo-run": demo.demo_run, "demo-table": demo.demo_table,
 }
 
 
