@@ -51,6 +51,8 @@ def test_reads_are_numbered_and_a_second_read_of_a_question_is_found(booked):
     assert [r["read"] for r in lg.earlier_reads(booked, "bc5cdr-mix", ["st-mix"])] == ["1", "2"]
     assert lg.earlier_reads(booked, "bc5cdr-mix", ["st-mix", "none"]) == []
     assert lg.earlier_reads(booked, "other", ["st-mix"]) == []
+    assert [r["read"] for r in lg.earlier_reads(booked, "bc5cdr-mix", ["st-mix"], [0.1])] == ["1", "2"]
+    assert lg.earlier_reads(booked, "bc5cdr-mix", ["st-mix"], [0.01]) == []   # another question: 1% gold
     with pytest.raises(PriorkitError, match="read 2 is not the next read \\(3\\)"):
         lg.append_read(booked, _read(2, "x"))
     lines = booked.read_text().splitlines()

@@ -128,7 +128,7 @@ def final_read(cfg: PipelineConfig, settings: Sequence[str], decision: str, *,
     read = lg.next_read(ledger)
     folder = cfg.out_dir / lg.FINAL_DIR / f"read-{read}"
     final, trained = plan_read(cfg, settings, folder)
-    earlier = lg.earlier_reads(ledger, cfg.name, settings)
+    earlier = lg.earlier_reads(ledger, cfg.name, settings, final.sweep.fractions)
     for e in earlier:
         log(f"note: read {e['read']} ({e['date']}) already read {e['settings']} of {e['name']} on test for "
             f"\"{e['decision']}\"; this second read is recorded beside it")

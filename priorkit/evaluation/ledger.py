@@ -73,10 +73,17 @@ def next_read(path: str | Path) -> int:
     return 1 + max((int(r["read"]) for r in rows), default=0)
 
 
-def earlier_reads(path: str | Path, name: str, settings: Sequence[str]) -> list[dict[str, str]]:
-    """The ledger's earlier reads of pipeline ``name`` about the same settings."""
+def earlier_reads(path: str | Path, name: str, settings: Sequence[str],
+                  fractions: Sequence[float] | None = None) -> list[dict[str, str]]:
+    """The ledger's earlier reads of pipeline ``name`` about the same settings (at the same
+    fractions, when given: a read at 1% gold is not a second read of the question at 10%)."""
     want = " ".join(sorted(settings))
-    return [r for r in read_ledger(path) if r["name"] == name and " ".join(sorted(r["settings"].split())) == want]
+
+    def same_fractions(r: Mapping[str, str]) -> bool:
+        return fractions is None or sorted(float(f) for f in r["fractions"].split()) == sorted(map(float, fractions))
+
+    return [r for r in read_ledger(path) if r["name"] == name and " ".join(sorted(r["settings"].split())) == want
+            and same_fractions(r)]
 
 
 def append_read(path: str | Path, entry: Mapping[str, Any]) -> dict[str, str]:
