@@ -113,10 +113,10 @@ def _recall_outside_doc(path: Path, setting: str) -> str:
     return f"{sum(v) / len(v):.2f}"  # the file holds x100
 
 
-def sealed_table(folder: Path) -> str:
-    """The devel and test (read 1) scores of the recipe and its baselines, the recipe's paired Δ
+def sealed_table(folder: Path, read_file: str = READ1, devel_file: str = DEVEL, read: int = 1) -> str:
+    """The devel and test (read ``read``) scores of the recipe and its baselines, the recipe's paired Δ
     on test, and the two verdicts (the strongest baseline; strict blindness)."""
-    test, devel = folder / READ1, folder / DEVEL
+    test, devel = folder / read_file, folder / devel_file
     recipe = _scores(test, "st-mix-doc", "test_f1")
     rows = []
     for setting, label in SEALED_TABLE:
@@ -126,11 +126,11 @@ def sealed_table(folder: Path) -> str:
             p, ahead = _delta(recipe, t)
             cell = f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], {ahead}/{p.n} seeds ahead"
         rows.append(f"| {label} | {_mean(_scores(devel, setting, 'eval_f1'))} | {_mean(t)} | {cell} |")
-    head = "| row | devel | test (read 1) | recipe − row, test |\n|---|---|---|---|\n"
+    head = f"| row | devel | test (read {read}) | recipe − row, test |\n|---|---|---|---|\n"
     d, _ = _delta(_scores(devel, "st-mix-doc", "eval_f1"), _scores(devel, "dictionary-calibrated-doc", "eval_f1"))
     t, _ = _delta(recipe, _scores(test, "dictionary-calibrated-doc", "test_f1"))
-    dictionary = folder / READ1.replace("results.csv", "results-dictionary.csv")
-    devel_dictionary = folder / DEVEL.replace("results.csv", "dictionary.csv")
+    dictionary = folder / read_file.replace("results.csv", "results-dictionary.csv")
+    devel_dictionary = folder / devel_file.replace("results.csv", "dictionary.csv")
     note = (f"\nAgainst the calibrated dictionary read as a document the recipe "
             f"{'beats it' if t.ci_low > 0 else 'does not beat it by a CI above 0'} on test "
             f"({t.mean:+.2f} [{t.ci_low:+.2f}, {t.ci_high:+.2f}]); on devel {d.mean:+.2f} [{d.ci_low:+.2f}, "
