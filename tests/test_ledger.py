@@ -92,7 +92,8 @@ def test_check_table_names_every_row_no_read_backs(booked):
 
 def _readme_table() -> str:
     text = (ROOT / "README.md").read_text()
-    start, end = text.index(README_BLOCK[0]), text.index(README_BLOCK[1])
+    start = text.index(README_BLOCK[0])
+    end = text.index(README_BLOCK[1], start)  # the end marker after this block's begin (README has other blocks)
     return "\n".join(line for line in text[start:end].splitlines() if line.startswith("|"))
 
 
