@@ -201,7 +201,7 @@ def test_the_demo_blocks_read_a_demo_runs_summary_json(tmp_path):
 
     d = json.loads((RESULTS / demo.DEMO).read_text())
     for key in ("extracted_from", "extracted_note", "trial", "cold_index"):
-        d.pop(key)
+        d.pop(key, None)
     d["written"] = "2027-01-02T03:04:05Z"
     d["rows"][0]["f1"] = 85.0
     d["verdict"].update(delta=4.26, ci=[1.5, 7.0], outcome="beats")
@@ -210,9 +210,27 @@ def test_the_demo_blocks_read_a_demo_runs_summary_json(tmp_path):
     readme = demo.demo_readme(res)
     assert "the recipe tags better than the calibrated dictionary (85.00 against 80.74 F1 on\n300" in readme
     run = demo.demo_run(res)
-    assert "Measured 2027-01-02:\n**288 s** after the bootstrap" in run and "empty home" not in run
-    assert run.endswith("The numbers: [results/demo-bc5cdr.json](results/demo-bc5cdr.json).\n")
+    assert f"Measured 2027-01-02:\n**{d['seconds']['after_bootstrap']} s** after the bootstrap" in run
+    assert "empty home" not in run and "under `exclusive`" not in run
+    assert run.endswith("The numbers: [results/demo-bc5cdr.json](results/demo-bc5cdr.json); the earlier trials, each "
+                        "with its whole output: [results/demo-bc5cdr.md](results/demo-bc5cdr.md).\n")
     table = demo.demo_table(res)
     assert table.endswith("The recipe BEATS the strongest dictionary row (the dictionary alone, calibrated, read as a "
                           "document): +4.26 F1, 95% CI [+1.50, +7.00], the CI above 0.\n")
     assert "| **the recipe**: st-mix, then the dictionary read as a document | 85.00 |  |  |" in table
+
+
+def test_a_demo_trial_without_the_load_before_says_why(tmp_path):
+    """A trial whose load before was not recorded prints the load after and the trial's note instead."""
+    import json
+
+    from lab.claims import demo
+
+    d = json.loads((RESULTS / demo.DEMO).read_text())
+    d["trial"].update(load_before=None, load_after=1.5, note="right after another job")
+    (tmp_path / demo.DEMO).write_text(json.dumps(d))
+    run = demo.demo_run(Results(tmp_path))
+    assert "load 1.50 after (right after another job)" in run and " before / " not in run
+    d["trial"].update(load_before=0.25)
+    (tmp_path / demo.DEMO).write_text(json.dumps(d))
+    assert "load 0.25 before / 1.50 after" in demo.demo_run(Results(tmp_path))

@@ -249,7 +249,9 @@ def sentences(res: Results) -> str:
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "readme": lambda res: sealed_readme(res.folder.parent.parent),
-    "sealed-table": lambda res: sealed_table(res.folder), "recipe-check": lambda res: recipe_check(res.folder), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
+    "sealed-table": lambda res: sealed_table(res.folder),
+    "sealed-table-1pct": lambda res: sealed_table(res.folder, "bc5cdr-mix-read3-results.csv",
+                                                  "bc5cdr-mix-1pct-devel-results.csv", read=3, nok="st-nok-t05"), "recipe-check": lambda res: recipe_check(res.folder), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
     "curve-scores": curve_scores, "curve-deltas": curve_deltas,
     "arms-scores": arms_scores, "arms-deltas": arms_deltas,
     "silver-scores": silver_scores, "silver-deltas": silver_deltas,

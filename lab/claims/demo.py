@@ -6,8 +6,8 @@ verdict), from ``docs/results/demo-bc5cdr.json``.
 That file has the layout of the ``summary.json`` that ``scripts/demo_summary.py`` writes beside
 ``summary.md`` (:func:`demo_summary.summary_record`; the seconds of each step come from demo.sh's
 ``--timing``): a later demo run's ``runs/demo-bc5cdr/summary.json`` can replace it.  The file kept
-now was extracted once from ``demo-bc5cdr.md`` (the measured run, trial t6; ``extracted_from``)
-and also holds two things no demo run writes, each used only when present: ``trial`` (the
+now is the summary.json of the demo run of 2026-12-07 08:25 UTC (an empty run folder; trial t6 of
+``demo-bc5cdr.md``, 288 s, gave the same numbers to every printed digit) and also holds two things no demo run writes, each used only when present: ``trial`` (the
 command's wall time with the bootstrap, its UTC times and the load before and after, from the
 trial's log) and ``cold_index`` (the HPO+MeSH index built on an empty home, then loaded)."""
 from __future__ import annotations
@@ -116,8 +116,10 @@ def demo_run(res: Results) -> str:
     t = d.get("trial")
     if t:
         date, start, end = t["start"][:10], t["start"][11:16], t["end"][11:16]
+        load = (f"{t['load_before']:.2f} before / {t['load_after']:.2f} after" if t.get("load_before") is not None
+                else f"{t['load_after']:.2f} after ({t['note']})")
         text += (f"Measured as\n`{t['command']}` under `{t['queue']}`, {date}\n{start}-{end} UTC, load "
-                 f"{t['load_before']:.2f} before / {t['load_after']:.2f} after: **{t['wall_seconds']} s** wall,\n")
+                 f"{load}: **{t['wall_seconds']} s** wall,\n")
     else:
         text += f"Measured{' ' + d['written'][:10] if d.get('written') else ''}:\n"
     text += (f"**{s['after_bootstrap']} s** after the bootstrap (target {TARGET}): the two training lanes "
@@ -129,7 +131,8 @@ def demo_run(res: Results) -> str:
         text += _cold_index(d)
     source = d.get("extracted_from")
     text += (f" The whole\noutput and every trial: [results/{source}](results/{source}).\n" if source else
-             f" The numbers: [results/{DEMO}](results/{DEMO}).\n")
+             f" The numbers: [results/{DEMO}](results/{DEMO}); the earlier trials, each with its whole output: "
+             "[results/demo-bc5cdr.md](results/demo-bc5cdr.md).\n")
     return text
 
 
