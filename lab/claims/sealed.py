@@ -17,28 +17,35 @@ NAMES = {"none": "no knowledge", "st-nok": "self-training without knowledge",
          "st-nok-t05": "self-training without knowledge (teacher threshold 0.5, the best of three on devel)",
          "dictionary-calibrated-doc": "the calibrated dictionary read as a document",
          "dictionary-calibrated": "the calibrated dictionary", "dictionary-alone": "the dictionary alone"}
+CALIBRATED_DOC = "the dictionary alone, calibrated on the seed's gold, read as a document (no model)"
+
+
+def _read_rows(read: int, train: str, rows: list[tuple[str, str, str | None]]) -> list[tuple]:
+    """(setting, label, baseline) rows of one read of BC5CDR at one gold fraction."""
+    return [(read, setting, BC5, train, label, baseline) for setting, label, baseline in rows]
+
+
 #: (read, setting, task, train, label, baseline): one README row each, in this order
-SEALED_ROWS: list[tuple[int, str, str, str, str, str | None]] = [
-    (1, "st-mix-doc", BC5, "10%", RECIPE, "none"),
-    (1, "st-mix-doc", BC5, "10%", "the recipe", "dictionary-calibrated-doc"),
-    (1, "st-mix-doc", BC5, "10%", "the recipe", "dictionary-calibrated"),
-    (1, "st-mix-doc", BC5, "10%", "the recipe", "st-nok"),
-    (1, "st-mix", BC5, "10%", "the recipe before the document pass", "none"),
-    (1, "st-nok", BC5, "10%", "self-training without knowledge (the same loop; no dictionary, no features)", "none"),
-    (1, "dictionary-calibrated-doc", BC5, "10%", "the dictionary alone, calibrated on the seed's gold, read as a "
-     "document (no model)", "none"),
-    (1, "dictionary-calibrated", BC5, "10%", "the dictionary alone, calibrated, by sentence", "none"),
-    (1, "dictionary-alone", BC5, "10%", "the dictionary alone (HPO+MeSH matches as they are)", "none"),
-    (1, "none", BC5, "10%", "no knowledge (MiniLM on the 10% gold alone)", None),
-    (3, "st-mix-doc", BC5, "1%", "the recipe (settings of 10%; 10 epochs)", "none"),
-    (3, "st-mix-doc", BC5, "1%", "the recipe", "dictionary-calibrated-doc"),
-    (3, "st-mix-doc", BC5, "1%", "the recipe", "dictionary-calibrated"),
-    (3, "st-mix-doc", BC5, "1%", "the recipe", "st-nok-t05"),
-    (3, "st-nok-t05", BC5, "1%", "self-training without knowledge (teacher threshold 0.5: at 0.9 it tags nothing)", "none"),
-    (3, "dictionary-calibrated-doc", BC5, "1%", "the dictionary alone, calibrated on the seed's gold, read as a "
-     "document (no model)", "none"),
-    (3, "none", BC5, "1%", "no knowledge (MiniLM on the 1% gold alone)", None),
-]
+SEALED_ROWS: list[tuple[int, str, str, str, str, str | None]] = _read_rows(1, "10%", [
+    ("st-mix-doc", RECIPE, "none"),
+    ("st-mix-doc", "the recipe", "dictionary-calibrated-doc"),
+    ("st-mix-doc", "the recipe", "dictionary-calibrated"),
+    ("st-mix-doc", "the recipe", "st-nok"),
+    ("st-mix", "the recipe before the document pass", "none"),
+    ("st-nok", "self-training without knowledge (the same loop; no dictionary, no features)", "none"),
+    ("dictionary-calibrated-doc", CALIBRATED_DOC, "none"),
+    ("dictionary-calibrated", "the dictionary alone, calibrated, by sentence", "none"),
+    ("dictionary-alone", "the dictionary alone (HPO+MeSH matches as they are)", "none"),
+    ("none", "no knowledge (MiniLM on the 10% gold alone)", None),
+]) + _read_rows(3, "1%", [
+    ("st-mix-doc", "the recipe (settings of 10%; 10 epochs)", "none"),
+    ("st-mix-doc", "the recipe", "dictionary-calibrated-doc"),
+    ("st-mix-doc", "the recipe", "dictionary-calibrated"),
+    ("st-mix-doc", "the recipe", "st-nok-t05"),
+    ("st-nok-t05", "self-training without knowledge (teacher threshold 0.5: at 0.9 it tags nothing)", "none"),
+    ("dictionary-calibrated-doc", CALIBRATED_DOC, "none"),
+    ("none", "no knowledge (MiniLM on the 1% gold alone)", None),
+])
 #: (read, fraction label, the read's self-training-without-knowledge setting): one verdict each
 VERDICTS = [(1, "10%", "st-nok"), (3, "1%", "st-nok-t05")]
 HEAD = ["task", "train", "arm (Δ against)", "score", "Δ [95% CI]", "seeds", "file"]
