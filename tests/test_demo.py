@@ -84,7 +84,7 @@ def test_the_verdict_names_the_strongest_dictionary_and_says_plainly_when_the_re
 
 def test_summary_json_holds_every_row_the_verdict_and_the_recall_as_numbers():
     """summary.json (summary_record): what summary.md shows, unrounded; the kept
-    docs/results/demo-bc5cdr.json (extracted once from demo-bc5cdr.md) has the same layout."""
+    docs/results/demo-bc5cdr.json (a demo run's summary.json, plus its trial) has the same layout."""
     from priorkit.evaluation.dictionary_recall import DictionaryRecall, recall_table
 
     m = _summary()
@@ -113,10 +113,10 @@ def test_summary_json_holds_every_row_the_verdict_and_the_recall_as_numbers():
     assert alone["precision_other"] is None  # recall_table's "-"
     assert recall_table(recalls).splitlines()[2] == "| the recipe | 1 | 75.0 | 50.0 | 0.0 | 50.0 | 70.0 | 25.0 |"
     assert d["seconds"] == {"training": 12} and d["schema"] == m.SCHEMA
-    # the kept file: the same keys, plus what only its source held (the trial's log, the cold index)
+    # the kept file (a demo run's summary.json): the same keys, plus what no run writes (the trial's
+    # queue and load, the cold index)
     kept = json.loads((ROOT / "docs" / "results" / "demo-bc5cdr.json").read_text())
-    assert kept["schema"] == m.SCHEMA and kept["extracted_from"] == "demo-bc5cdr.md"
-    assert set(kept) - {"extracted_from", "extracted_note", "trial", "cold_index"} == set(d)
+    assert kept["schema"] == m.SCHEMA and set(kept) - {"trial", "cold_index"} == set(d)
     assert all(set(r) == set(rows["none"]) for r in kept["rows"])
     assert set(kept["verdict"]) == set(d["verdict"]) and set(kept["recall"]) == set(d["recall"])
     assert all(set(a) == set(recipe) for a in kept["recall"]["arms"])
