@@ -10,7 +10,8 @@ reports (:func:`priorkit.evaluation.curve.compare`, :func:`priorkit.stats.paired
 over the seeds both arms share, its 95% CI, seeds ahead).
 
 Blocks: ``readme`` (the README's measured table: rows from final reads of the sealed test split,
-:mod:`.sealed`), ``earlier-readme`` (the README's table before the ledger, with its two sentences, now in
+:mod:`.sealed`), ``sealed-table`` / ``sealed-table-1pct`` (those reads beside devel), ``teacher-table``
+(the MPNet teacher against the MiniLM one, devel and its read), ``earlier-readme`` (the README's table before the ledger, with its two sentences, now in
 docs/benchmarks.md), ``curve-scores`` /
 ``curve-deltas`` (the BC5CDR learning curve), ``arms-scores`` / ``arms-deltas`` (the fair
 arms at 10%), ``silver-scores`` / ``silver-deltas`` (silver labels and the post-hoc merges);
@@ -60,7 +61,7 @@ from . import knowledge
 from . import mix
 from . import outside
 from . import tagging
-from .sealed import recipe_check, sealed_readme, sealed_table
+from .sealed import recipe_check, sealed_readme, sealed_table, teacher_table
 from .knowledge import DECODE_RESULTS, KNOW_BRANCH, WEAK
 from .tables import (ARMS, CURVE, MPNET, SILVER, STSB, Results, Scores, _by_arm, _ci,  # noqa: F401
                             _fraction, _mean_sd, _pct, _table, compare, deltas_markdown, gain_markdown, read_runs,
@@ -251,7 +252,9 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "readme": lambda res: sealed_readme(res.folder.parent.parent),
     "sealed-table": lambda res: sealed_table(res.folder),
     "sealed-table-1pct": lambda res: sealed_table(res.folder, "bc5cdr-mix-read3-results.csv",
-                                                  "bc5cdr-mix-1pct-devel-results.csv", read=3, nok="st-nok-t05"), "recipe-check": lambda res: recipe_check(res.folder), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
+                                                  "bc5cdr-mix-1pct-devel-results.csv", read=3, nok="st-nok-t05"),
+    "teacher-table": lambda res: teacher_table(res.folder),
+    "recipe-check": lambda res: recipe_check(res.folder), "earlier-readme": lambda res: readme(res).replace("](docs/", "]("),  # links from docs/
     "curve-scores": curve_scores, "curve-deltas": curve_deltas,
     "arms-scores": arms_scores, "arms-deltas": arms_deltas,
     "silver-scores": silver_scores, "silver-deltas": silver_deltas,
