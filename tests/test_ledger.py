@@ -115,3 +115,30 @@ def test_the_ledger_in_the_repository_is_a_ledger():
     for r in rows:
         assert (ROOT / r["result"]).exists(), r
         assert r["decision"].strip() and r["settings"].strip()
+
+
+def test_the_commit_ignores_a_pipeline_outside_the_repository(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    outside = tmp_path / "pipeline.yaml"
+    outside.write_text("name: x\n")
+    here = lg.current_commit(("priorkit", "plugins"))
+    assert here.split("+")[0].split(" ")[0] == lg.current_commit(("priorkit",)).split("+")[0].split(" ")[0]
+    assert len(here.split("+")[0].split(" ")[0]) == 40
+    # a file outside the repository is no change of it: the line is the one without it
+    assert lg.current_commit(("priorkit", "plugins", outside)) == here
+
+
+def test_the_commit_names_a_frozen_copy_of_the_code(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "priorkit", tmp_path / "priorkit", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-P", "-c", "from priorkit.evaluation import ledger; print(ledger.__file__); "
+                          "print(ledger.current_commit())"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out[0].startswith(str(tmp_path))
+    assert out[1].endswith(f" (code imported from {tmp_path})")
+    assert lg.current_commit().endswith(")") is False  # the repository's own code: no such note

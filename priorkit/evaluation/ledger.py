@@ -9,7 +9,7 @@ final step, ``priorkit sweep PIPELINE --final SETTING ... --decision "..."``
 
 * ``read``: the read's number (1, 2, ...; a README row names it as ``[read N](...#L<N+1>)``);
 * ``commit``: the repository's commit (``+changes`` when priorkit/, plugins/ or the pipeline file
-  differ from it);
+  differ from it; `` (code imported from DIR)`` when the code that ran is a copy outside it);
 * ``settings``: the settings the read is about; ``scored``: every arm scored on test for it (the
   baseline, the settings a post-hoc arm mixes, the sweep's baselines);
 * ``decision``: what the read decides, in the reader's words; ``result``: the results file it
@@ -104,17 +104,24 @@ def append_read(path: str | Path, entry: Mapping[str, Any]) -> dict[str, str]:
 
 
 def current_commit(paths: Sequence[str | Path] = ("priorkit", "plugins")) -> str:
-    """``git rev-parse HEAD`` of the working directory, ``+changes`` when ``paths`` differ from it;
+    """``git rev-parse HEAD`` of the working directory, ``+changes`` when ``paths`` differ from it
+    (paths outside the repository are no change of it), `` (code imported from DIR)`` when the
+    priorkit that runs is not the repository's (a frozen copy: its commit is the copy's, not HEAD's);
     "-" outside a repository."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-        if head.returncode != 0:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30)
+        if head.returncode != 0 or top.returncode != 0:
             return "-"
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *map(str, paths)], capture_output=True,
-                               timeout=60).returncode != 0
+        root = Path(top.stdout.strip()).resolve()
+        inside = [str(p) for p in paths if Path(p).resolve().is_relative_to(root)]
+        dirty = bool(inside) and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *inside],
+                                                capture_output=True, timeout=60).returncode != 0
     except (OSError, subprocess.SubprocessError):
         return "-"
-    return head.stdout.strip() + ("+changes" if dirty else "")
+    code = Path(__file__).resolve().parents[2]  # the folder priorkit was imported from
+    frozen = "" if code.is_relative_to(root) else f" (code imported from {code})"
+    return head.stdout.strip() + ("+changes" if dirty else "") + frozen
 
 
 def today() -> str:
