@@ -85,15 +85,13 @@ def verdict(root: Path, read: int = 1, fraction: str = "10%", nok: str = "st-nok
     (dname, d), (sname, s), (nname, n) = parts
     beats = d.ci_low > 0
     first = (f"**At {fraction}, the recipe {'beats' if beats else 'does not beat'} the strongest baseline** on the sealed test "
-             f"sample: against {NAMES[dname]} its Δ is {d.mean:+.2f} [{d.ci_low:+.2f}, {d.ci_high:+.2f}] over "
+             f"sample: against {NAMES[dname]} its Δ is {_span(d)} over "
              f"{d.n} seeds{'' if beats else ' (a CI that does not lie above 0)'}. Against {NAMES[sname]} it gains "
-             f"{s.mean:+.2f} [{s.ci_low:+.2f}, {s.ci_high:+.2f}], against {NAMES[nname]} {n.mean:+.2f} "
-             f"[{n.ci_low:+.2f}, {n.ci_high:+.2f}]: the knowledge pays over a model, not (yet) over the dictionary "
+             f"{_span(s)}, against {NAMES[nname]} {_span(n)}: the knowledge pays over a model, not (yet) over the dictionary "
              "it was given." if not beats else
              f"**At {fraction}, the recipe beats the strongest baseline** on the sealed test sample: against {NAMES[dname]} its Δ "
-             f"is {d.mean:+.2f} [{d.ci_low:+.2f}, {d.ci_high:+.2f}] over {d.n} seeds; against {NAMES[sname]} "
-             f"{s.mean:+.2f} [{s.ci_low:+.2f}, {s.ci_high:+.2f}], against {NAMES[nname]} {n.mean:+.2f} "
-             f"[{n.ci_low:+.2f}, {n.ci_high:+.2f}].")
+             f"is {_span(d)} over {d.n} seeds; against {NAMES[sname]} "
+             f"{_span(s)}, against {NAMES[nname]} {_span(n)}.")
     return first + "\n"
 
 
@@ -123,6 +121,11 @@ def _delta(a: dict[int, float], b: dict[int, float]):
     return paired([100 * (a[s] - b[s]) for s in seeds]), sum(a[s] > b[s] for s in seeds)
 
 
+def _span(p) -> str:
+    """``+m [lo, hi]``: a paired Δ and its 95% CI, x100 already."""
+    return f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}]"
+
+
 def _mean(v: dict[int, float]) -> str:
     return f"{100 * sum(v.values()) / len(v):.2f}"
 
@@ -150,7 +153,7 @@ def sealed_table(folder: Path, read_file: str = READ1, devel_file: str = DEVEL, 
         cell = ""
         if setting != "st-mix-doc":
             p, ahead = _delta(recipe, t)
-            cell = f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], {ahead}/{p.n} seeds ahead"
+            cell = f"{_span(p)}, {ahead}/{p.n} seeds ahead"
         rows.append(f"| {label} | {_mean(_scores(devel, setting, 'eval_f1'))} | {_mean(t)} | {cell} |")
     head = f"| row | devel | test (read {read}) | recipe − row, test |\n|---|---|---|---|\n"
     d, _ = _delta(_scores(devel, "st-mix-doc", "eval_f1"), _scores(devel, "dictionary-calibrated-doc", "eval_f1"))
@@ -159,8 +162,7 @@ def sealed_table(folder: Path, read_file: str = READ1, devel_file: str = DEVEL, 
     devel_dictionary = folder / devel_file.replace("results.csv", "dictionary.csv")
     note = (f"\nAgainst the calibrated dictionary read as a document the recipe "
             f"{'beats it' if t.ci_low > 0 else 'does not beat it by a CI above 0'} on test "
-            f"({t.mean:+.2f} [{t.ci_low:+.2f}, {t.ci_high:+.2f}]); on devel {d.mean:+.2f} [{d.ci_low:+.2f}, "
-            f"{d.ci_high:+.2f}]. Recall outside the document-level dictionary (strict blindness): the recipe "
+            f"({_span(t)}); on devel {_span(d)}. Recall outside the document-level dictionary (strict blindness): the recipe "
             f"{_recall_outside_doc(dictionary, 'st-mix-doc')} against no knowledge's "
             f"{_recall_outside_doc(dictionary, 'none')} on test, {_recall_outside_doc(devel_dictionary, 'st-mix-doc')} "
             f"against {_recall_outside_doc(devel_dictionary, 'none')} on devel.\n")
@@ -234,16 +236,16 @@ def teacher_table(folder: Path, devel_file: str = TEACHER_DEVEL, read_file: str 
     teachers' own devel F1 and the moonshot (85 F1 on test)."""
     devel, test = folder / devel_file, folder / read_file
 
-    def delta(path: Path, a: str, b: str, column: str) -> str:
-        p, ahead = _delta(_scores(path, b, column), _scores(path, a, column))
-        return f"{p.mean:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], {ahead}/{p.n}"
+    def cells(path: Path, mini: str, mp: str, column: str) -> str:
+        """The two means and the paired Δ (MPNet-taught minus MiniLM-taught); empty cells unread."""
+        a, b = _scores(path, mini, column), _scores(path, mp, column)
+        if not b:
+            return "not read | | "
+        p, ahead = _delta(b, a)
+        return f"{_mean(a)} | {_mean(b)} | {_span(p)}, {ahead}/{p.n}"
 
-    rows = []
-    for mini, mp, label in TEACHER_PAIRS:
-        read_cells = (f"{_mean(_scores(test, mini, 'test_f1'))} | {_mean(_scores(test, mp, 'test_f1'))} | "
-                      f"{delta(test, mini, mp, 'test_f1')}" if _scores(test, mp, "test_f1") else "not read | | ")
-        rows.append(f"| {label} | {_mean(_scores(devel, mini, 'eval_f1'))} | {_mean(_scores(devel, mp, 'eval_f1'))} | "
-                    f"{delta(devel, mini, mp, 'eval_f1')} | {read_cells} |")
+    rows = [f"| {label} | {cells(devel, mini, mp, 'eval_f1')} | {cells(test, mini, mp, 'test_f1')} |"
+            for mini, mp, label in TEACHER_PAIRS]
     for setting, label in (("dictionary-calibrated-doc", "the calibrated dictionary read as a document"),
                            ("none", "no knowledge (MiniLM, gold alone)")):
         rows.append(f"| {label} | {_mean(_scores(devel, setting, 'eval_f1'))} | | | "
@@ -253,9 +255,10 @@ def teacher_table(folder: Path, devel_file: str = TEACHER_DEVEL, read_file: str 
             "|---|---|---|---|---|---|---|\n")
     teachers = _teacher_devel(folder / devel_file.replace("results.csv", "teachers.txt"))
     none = _scores(devel, "none", "eval_f1")
-    recipe = sum(_scores(test, "st-mix-mpnet-plain-doc", "test_f1").values()) / len(_scores(test, "st-mix-mpnet-plain-doc", "test_f1"))
+    taught = _scores(test, "st-mix-mpnet-plain-doc", "test_f1")
+    recipe = sum(taught.values()) / len(taught)
     d, _ = _delta(_scores(devel, "st-mix-mpnet-plain-doc", "eval_f1"), _scores(devel, "st-mix-doc", "eval_f1"))
-    c, ahead = _delta(_scores(test, "st-mix-mpnet-plain-doc", "test_f1"), _scores(test, "dictionary-calibrated-doc", "test_f1"))
+    c, ahead = _delta(taught, _scores(test, "dictionary-calibrated-doc", "test_f1"))
     met = d.mean >= 1.0 and d.ci_low > 0
     note = (f"\nThe MPNet teachers themselves score {', '.join(f'{t:.2f}' for t in teachers)} on devel (mean "
             f"{sum(teachers) / len(teachers):.2f}); MiniLM without knowledge, the MiniLM teacher of the student without "
@@ -264,5 +267,5 @@ def teacher_table(folder: Path, devel_file: str = TEACHER_DEVEL, read_file: str 
             f"{'met: the recipe takes the MPNet teacher' if met else 'not met: the recipe keeps its MiniLM teacher'}. "
             f"The MPNet-taught recipe scores {100 * recipe:.2f} on test: the moonshot of 85 at 10% gold is "
             f"{'met' if recipe >= 0.85 else 'missed'}. Against the calibrated dictionary read as a document it gains "
-            f"{c.mean:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}] ({ahead}/{c.n} seeds ahead) on test.\n")
+            f"{_span(c)} ({ahead}/{c.n} seeds ahead) on test.\n")
     return head + "\n".join(rows) + "\n" + note

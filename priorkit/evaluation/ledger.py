@@ -109,11 +109,12 @@ def current_commit(paths: Sequence[str | Path] = ("priorkit", "plugins")) -> str
     priorkit that runs is not the repository's (a frozen copy: its commit is the copy's, not HEAD's);
     "-" outside a repository."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30)
-        if head.returncode != 0 or top.returncode != 0:
+        got = subprocess.run(["git", "rev-parse", "HEAD", "--show-toplevel"], capture_output=True, text=True,
+                             timeout=30)
+        if got.returncode != 0:
             return "-"
-        root = Path(top.stdout.strip()).resolve()
+        head, top = got.stdout.split()
+        root = Path(top).resolve()
         inside = [str(p) for p in paths if Path(p).resolve().is_relative_to(root)]
         dirty = bool(inside) and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *inside],
                                                 capture_output=True, timeout=60).returncode != 0
@@ -121,7 +122,7 @@ def current_commit(paths: Sequence[str | Path] = ("priorkit", "plugins")) -> str
         return "-"
     code = Path(__file__).resolve().parents[2]  # the folder priorkit was imported from
     frozen = "" if code.is_relative_to(root) else f" (code imported from {code})"
-    return head.stdout.strip() + ("+changes" if dirty else "") + frozen
+    return head + ("+changes" if dirty else "") + frozen
 
 
 def today() -> str:
